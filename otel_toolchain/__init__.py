@@ -1,0 +1,29 @@
+"""otel_toolchain: every tool call an OpenTelemetry span, and a plugin chain that stops wedged agents."""
+
+from __future__ import annotations
+
+from otel_toolchain.calls import Retry, ToolCall
+from otel_toolchain.chain import Toolchain
+from otel_toolchain.errors import ManifestError, PluginLoadError, StreamError, ToolchainError, TurnStopped
+from otel_toolchain.plugin import NoConfig, Telemetry, ToolPlugin
+from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal, TurnReport
+from otel_toolchain.turn import Turn
+
+__all__ = [
+    "CycleCall",
+    "ManifestError",
+    "NoConfig",
+    "NudgeSignal",
+    "PluginLoadError",
+    "Retry",
+    "StopSignal",
+    "StreamError",
+    "Telemetry",
+    "ToolCall",
+    "ToolPlugin",
+    "Toolchain",
+    "ToolchainError",
+    "Turn",
+    "TurnReport",
+    "TurnStopped",
+]

@@ -1,0 +1,321 @@
+"""The chain: plugins in manifest order, run as one OTel SDK span processor.
+
+Span time is quiet: every call into plugin or listener code is guarded (``Exception`` only), logged
+once per plugin and counted, so a plugin that raises never reaches the agent, never stops the
+plugins after it and never keeps a span from the exporters. ``strict=True`` re-raises, for tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import Status, StatusCode
+
+from otel_toolchain import semconv
+from otel_toolchain._identity import Canonicaliser, Digester
+from otel_toolchain._spans import Role, retry_from, role_of, tool_call_from
+from otel_toolchain._telemetry import ChainInstruments, make_telemetry
+from otel_toolchain.plugin import Telemetry, ToolPlugin
+from otel_toolchain.signals import NudgeSignal, StopSignal, TurnReport
+from otel_toolchain.turn import Turn, TurnSink
+
+if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
+    from opentelemetry.context import Context
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_toolchain.calls import ToolCall
+
+__all__ = ["Toolchain"]
+
+_log = logging.getLogger("otel_toolchain")
+_CHAIN: Final = "<chain>"
+_RECENT_LIMIT: Final = 1024
+_T = TypeVar("_T")
+
+
+class _Live:
+    """What the chain remembers of a span between its start and its end."""
+
+    __slots__ = ("done", "role", "turn")
+
+    def __init__(self, turn: Turn, role: Role) -> None:
+        self.turn = turn
+        self.role = role
+        self.done = False
+
+
+class Toolchain(SpanProcessor, TurnSink):
+    """An OTel ``SpanProcessor`` that runs tool plugins over the tool calls of each turn.
+
+    A turn is the outermost ``invoke_agent`` span above a tool span, else the trace's root span.
+    Per-turn state is keyed by (trace id, turn span id), guarded by locks, freed when the turn span
+    ends, and bounded: beyond ``max_open_turns`` the oldest open turn is evicted and counted.
+
+    Listeners (``on_stop``, ``on_nudge``, ``on_report``) run synchronously on the thread that ended
+    the span that triggered them; they must not block for long. They are guarded like plugins.
+    """
+
+    def __init__(
+        self,
+        plugins: Sequence[ToolPlugin] = (),
+        *,
+        strict: bool = False,
+        max_open_turns: int = 4096,
+        digest_key: bytes | None = None,
+    ) -> None:
+        if max_open_turns < 1:
+            raise ValueError("max_open_turns must be at least 1")
+        self.plugins: tuple[ToolPlugin, ...] = tuple(plugins)
+        self.strict = strict
+        self.max_open_turns = max_open_turns
+        self.digester = Digester(digest_key)
+        self._canonicaliser = Canonicaliser()
+        self._lock = threading.Lock()
+        self._live: dict[tuple[int, int], _Live] = {}
+        self._turns: OrderedDict[tuple[int, int], Turn] = OrderedDict()
+        self._recent_stops: OrderedDict[tuple[int, int], StopSignal] = OrderedDict()
+        self._stop_listeners: list[Callable[[StopSignal], object]] = []
+        self._nudge_listeners: list[Callable[[NudgeSignal], object]] = []
+        self._report_listeners: list[Callable[[TurnReport], object]] = []
+        self._logged: set[str] = set()
+        self.telemetry = Telemetry.disabled()
+        self._instruments = ChainInstruments(self.telemetry.meter, self.plugins)
+        self.evicted = 0
+        self.plugin_errors = 0
+        for plugin in self.plugins:
+            self._guarded(plugin.name, "setup", plugin.setup, self.telemetry)
+
+    # -- wiring ---------------------------------------------------------------------------------------
+    def install(
+        self,
+        tracer_provider: TracerProvider,
+        meter_provider: MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
+    ) -> Toolchain:
+        """Add the chain to ``tracer_provider``; metrics and events go to the other two, if given.
+
+        Spans started before this call are not seen. Call it once, before the agent runs.
+        """
+        self.telemetry = make_telemetry(meter_provider, logger_provider)
+        self._instruments = ChainInstruments(self.telemetry.meter, self.plugins)
+        for plugin in self.plugins:
+            self._guarded(plugin.name, "setup", plugin.setup, self.telemetry)
+        tracer_provider.add_span_processor(self)
+        return self
+
+    def on_stop(self, listener: Callable[[StopSignal], object]) -> None:
+        """Call ``listener`` once per stopped turn with its StopSignal (not for shadow verdicts)."""
+        self._stop_listeners.append(listener)
+
+    def on_nudge(self, listener: Callable[[NudgeSignal], object]) -> None:
+        """Call ``listener`` with every nudge a plugin sends."""
+        self._nudge_listeners.append(listener)
+
+    def on_report(self, listener: Callable[[TurnReport], object]) -> None:
+        """Call ``listener`` with every end-of-turn report."""
+        self._report_listeners.append(listener)
+
+    def stop_signal(self, trace_id: int, span_id: int) -> StopSignal | None:
+        """The stop of a recent or open turn, if it was stopped."""
+        with self._lock:
+            return self._recent_stops.get((trace_id, span_id))
+
+    def open_turns(self) -> list[Turn]:
+        """The turns whose span has started and not ended (a snapshot)."""
+        with self._lock:
+            return list(self._turns.values())
+
+    def live_spans(self) -> int:
+        """How many spans the chain is tracking (0 once every span has ended)."""
+        with self._lock:
+            return len(self._live)
+
+    # -- SpanProcessor --------------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self._guarded(_CHAIN, "on_start", self._start, span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._guarded(_CHAIN, "on_end", self._end, span)
+
+    def shutdown(self) -> None:
+        for plugin in self.plugins:
+            self._guarded(plugin.name, "shutdown", plugin.shutdown)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # -- span bookkeeping -----------------------------------------------------------------------------
+    def _start(self, span: Span) -> None:
+        context = span.get_span_context()
+        key = (context.trace_id, context.span_id)
+        role = role_of(span.name, span.attributes)
+        parent = span.parent
+        evicted = 0
+        with self._lock:
+            owner = self._live.get((parent.trace_id, parent.span_id)) if parent is not None else None
+            turn = owner.turn if owner is not None else None
+            if turn is None or (role is Role.TURN and not turn.is_agent):
+                turn = self._open_turn(span, key, is_agent=role is Role.TURN)
+                evicted = self._evict_over_limit()
+            live = self._live[key] = _Live(turn, role)
+        if evicted:
+            self.evicted += evicted
+            self._instruments.turns_evicted.add(evicted)
+        if role is Role.TOOL:
+            self._wrap_end(span, live)
+
+    def _open_turn(self, span: Span, key: tuple[int, int], *, is_agent: bool) -> Turn:
+        attrs = span.attributes or {}
+        agent = attrs.get(semconv.GEN_AI_AGENT_NAME)
+        turn = Turn(key[0], key[1], is_agent=is_agent, agent=str(agent) if agent else None, span=span, sink=self)
+        self._turns[key] = turn
+        return turn
+
+    def _evict_over_limit(self) -> int:
+        evicted = 0
+        while len(self._turns) > self.max_open_turns:
+            self._turns.popitem(last=False)
+            evicted += 1
+        return evicted
+
+    def _wrap_end(self, span: Span, live: _Live) -> None:
+        # The SDK freezes attributes before any processor's on_end; wrapping the instance's end()
+        # runs the plugins while the span is still live, after late attributes were set, so a tag
+        # still reaches the exporters. Every end path looks ``end`` up on the instance.
+        original = span.end
+
+        def end(end_time: int | None = None) -> None:
+            self._guarded(_CHAIN, "on_tool", self._tool_ending, span, live, end_time)
+            original(end_time)
+
+        span.end = end  # type: ignore[method-assign]
+
+    def _tool_ending(self, span: Span, live: _Live, end_time: int | None) -> None:
+        if live.done or not span.is_recording():
+            return
+        live.done = True
+        call = tool_call_from(span, end_ns=end_time)
+        call.span = span
+        self._run_tool(live.turn, call)
+
+    def _end(self, span: ReadableSpan) -> None:
+        context = span.get_span_context()
+        if context is None:
+            return
+        key = (context.trace_id, context.span_id)
+        with self._lock:
+            live = self._live.pop(key, None)
+        if live is None:
+            return
+        role = live.role if live.role is not Role.OTHER else role_of(span.name, span.attributes)
+        if role is Role.TOOL and not live.done:
+            live.done = True
+            self._run_tool(live.turn, tool_call_from(span))
+        elif role is Role.RETRY:
+            self._run_retry(live.turn, span)
+        if live.turn.key == key:
+            self._close_turn(live.turn)
+
+    # -- running plugins ------------------------------------------------------------------------------
+    def _run_tool(self, turn: Turn, call: ToolCall) -> None:
+        call.digester = self.digester
+        call.canonicaliser = self._canonicaliser
+        call.trace_id, call.span_id = call.trace_id or turn.trace_id, call.span_id
+        with turn.lock:
+            turn.calls += 1
+            call.index = turn.calls
+            for plugin in self.plugins:
+                self._guarded(plugin.name, "on_tool", plugin.on_tool, call, turn)
+
+    def _run_retry(self, turn: Turn, span: ReadableSpan) -> None:
+        retry = retry_from(span)
+        with turn.lock:
+            turn.retries += 1
+            for plugin in self.plugins:
+                self._guarded(plugin.name, "on_retry", plugin.on_retry, retry, turn)
+
+    def _close_turn(self, turn: Turn) -> None:
+        with self._lock:
+            open_turn = self._turns.pop(turn.key, None)
+        if open_turn is None:  # evicted: its state is gone, so there is nothing true to report
+            return
+        if not turn.is_agent and turn.calls == 0 and turn.retries == 0:
+            return  # a root span that held no tool use is not a turn anyone asked about
+        with turn.lock:
+            turn.span = None
+            for plugin in self.plugins:
+                self._guarded(plugin.name, "on_turn_end", plugin.on_turn_end, turn)
+
+    # -- TurnSink: what plugins ask of the chain ------------------------------------------------------
+    def stop(self, turn: Turn, signal: StopSignal) -> None:
+        if signal.shadow:
+            if turn.shadow_stopped is not None:
+                return
+            turn.shadow_stopped = signal
+            self._mark_turn(turn, signal, semconv.SHADOW_STOP_EVENT)
+            return
+        if turn.stopped is not None:
+            return
+        turn.stopped = signal
+        with self._lock:
+            self._recent_stops[turn.key] = signal
+            while len(self._recent_stops) > _RECENT_LIMIT:
+                self._recent_stops.popitem(last=False)
+        self._mark_turn(turn, signal, semconv.STOP_EVENT)
+        if turn.span is not None and turn.span.is_recording():
+            turn.span.set_status(Status(StatusCode.ERROR, signal.reason))
+            turn.span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_PLUGIN_PREFIX + signal.plugin)
+        for listener in self._stop_listeners:
+            self._guarded(signal.plugin, "on_stop listener", listener, signal)
+
+    def _mark_turn(self, turn: Turn, signal: StopSignal, event: str) -> None:
+        mode = "shadow" if signal.shadow else "enforce"
+        self._instruments.stops.add(
+            1, {semconv.PLUGIN: signal.plugin, semconv.STOP_REASON: signal.code, semconv.STOP_MODE: mode}
+        )
+        if turn.span is not None and turn.span.is_recording():
+            turn.span.add_event(event, _stop_event_attributes(signal))
+
+    def nudge(self, turn: Turn, signal: NudgeSignal) -> None:
+        if turn.span is not None and turn.span.is_recording():
+            turn.span.add_event(semconv.NUDGE_EVENT, {semconv.PLUGIN: signal.plugin, "message": signal.message})
+        for listener in self._nudge_listeners:
+            self._guarded(signal.plugin, "on_nudge listener", listener, signal)
+
+    def report(self, turn: Turn, report: TurnReport) -> None:
+        for listener in self._report_listeners:
+            self._guarded(report.plugin, "on_report listener", listener, report)
+
+    # -- the one guard --------------------------------------------------------------------------------
+    def _guarded(self, name: str, hook: str, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            if self.strict:
+                raise
+            self.plugin_errors += 1
+            self._instruments.plugin_errors.add(1, {semconv.PLUGIN: name, semconv.HOOK: hook})
+            if name not in self._logged:  # once per plugin: a broken plugin raises on every call
+                self._logged.add(name)
+                _log.exception("otel_toolchain plugin %r raised in %s; it keeps running, errors are counted",
+                               name, hook)
+
+
+def _stop_event_attributes(signal: StopSignal) -> dict[str, Any]:
+    return {
+        semconv.PLUGIN: signal.plugin,
+        semconv.STOP_REASON: signal.code,
+        "message": signal.reason,
+        semconv.STOP_PERIOD: signal.period,
+        semconv.STOP_REPEATS: signal.repeats,
+        semconv.STOP_CYCLE_TOOLS: [c.tool for c in signal.cycle],
+        semconv.STOP_CYCLE_CALL_IDS: [c.call_id or "" for c in signal.cycle],
+        semconv.STOP_CYCLE_DIGESTS: [c.digest for c in signal.cycle],
+    }

@@ -1,0 +1,147 @@
+"""``tool_stats``: the turn's tool use as metrics and, at the end of the turn, one report.
+
+The report is the seed's object, exactly::
+
+    {"calls": 37, "retries": 4, "longest_fail_streak": 2,
+     "tools": {"Bash": {"calls": 24, "failed": 3, "ms": 81234}, ...},
+     "classes": {"build": 9, "exec": 15, "read": 11, "write": 2}}
+
+It goes to the chain's report listeners and out as an OTel event (a log record named
+``otel_toolchain.tool_stats``, tied to the turn span). ``classes`` counts the ``class`` tag that
+``classify`` puts on each call, so place ``classify`` before ``tool_stats``; untagged calls count
+as ``other``.
+
+Metrics cost more than a span would allow per call, so counts and durations are kept in plain
+Python and handed to the instruments in batches: at the end of the turn, and every
+``flush_every`` calls so a long turn still shows up while it runs. Each duration point is
+recorded with its tool span's context, so histogram exemplars link to the span.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from opentelemetry import trace
+from opentelemetry._logs import SeverityNumber
+from pydantic import BaseModel, ConfigDict, Field
+
+from otel_toolchain import semconv
+from otel_toolchain.plugin import Telemetry, ToolPlugin
+
+if TYPE_CHECKING:
+    from otel_toolchain.calls import Retry, ToolCall
+    from otel_toolchain.turn import Turn
+
+__all__ = ["ToolStats", "ToolStatsConfig"]
+
+
+class ToolStatsConfig(BaseModel):
+    """Settings of ``tool_stats`` as the manifest gives them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flush_every: int = Field(default=256, ge=1, description="Calls between metric flushes within a turn.")
+
+
+class _Stats:
+    __slots__ = ("calls", "classes", "fail_streak", "longest_fail_streak", "pending", "tools")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.fail_streak = 0
+        self.longest_fail_streak = 0
+        self.tools: dict[str, list[int]] = {}  # tool -> [calls, failed, ms]
+        self.classes: dict[str, int] = {}
+        self.pending: list[tuple[str, str, bool, float, int, int]] = []  # what a metric point needs
+
+
+class ToolStats(ToolPlugin):
+    """Counts each turn's calls, failures, time and classes; see the module docstring."""
+
+    name: ClassVar[str] = "tool_stats"
+    Config: ClassVar[type[BaseModel]] = ToolStatsConfig
+
+    def __init__(self, flush_every: int = 256) -> None:
+        self.flush_every = ToolStatsConfig(flush_every=flush_every).flush_every
+        self.setup(Telemetry.disabled())
+
+    def describe(self) -> dict[str, Any]:
+        return {"flush_every": self.flush_every}
+
+    def setup(self, telemetry: Telemetry) -> None:
+        meter = telemetry.meter
+        self._logger = telemetry.logger
+        self._calls = meter.create_counter(
+            semconv.METRIC_TOOL_CALLS, unit="{call}", description="Tool calls, by tool, class and failure."
+        )
+        self._duration = meter.create_histogram(
+            semconv.METRIC_TOOL_DURATION, unit="s", description="Time from a tool call to its result.",
+            explicit_bucket_boundaries_advisory=list(semconv.TOOL_DURATION_BUCKETS),
+        )
+        self._retries = meter.create_counter(semconv.METRIC_RETRIES, unit="{retry}", description="Provider retries.")
+        self._fail_streaks = meter.create_histogram(
+            semconv.METRIC_TURN_FAIL_STREAK, unit="{call}", description="Longest run of failed calls in a turn.",
+            explicit_bucket_boundaries_advisory=list(semconv.COUNT_BUCKETS),
+        )
+
+    def on_tool(self, call: ToolCall, turn: Turn) -> None:
+        stats = turn.state_of(self, _Stats)
+        cls = call.tags.get("class", "other")
+        stats.calls += 1
+        per_tool = stats.tools.get(call.tool)
+        if per_tool is None:
+            per_tool = stats.tools[call.tool] = [0, 0, 0]
+        per_tool[0] += 1
+        per_tool[2] += call.duration_ms
+        if call.failed:
+            per_tool[1] += 1
+            stats.fail_streak += 1
+            stats.longest_fail_streak = max(stats.longest_fail_streak, stats.fail_streak)
+        else:
+            stats.fail_streak = 0
+        stats.classes[cls] = stats.classes.get(cls, 0) + 1
+        seconds = max(0, call.end_ns - call.start_ns) / 1e9
+        stats.pending.append((call.tool, cls, call.failed, seconds, call.trace_id, call.span_id))
+        if len(stats.pending) >= self.flush_every:
+            self._flush(stats)
+
+    def on_retry(self, retry: Retry, turn: Turn) -> None:
+        self._retries.add(1)
+
+    def on_turn_end(self, turn: Turn) -> None:
+        stats = turn.state_of(self, _Stats)
+        self._flush(stats)
+        self._fail_streaks.record(stats.longest_fail_streak)
+        value = self.summary(stats, turn.retries)
+        turn.report(self.name, self.name, value)
+        context = trace.set_span_in_context(trace.NonRecordingSpan(_span_context(turn.trace_id, turn.span_id)))
+        self._logger.emit(
+            event_name=semconv.TOOL_STATS_EVENT, body=value, context=context, severity_number=SeverityNumber.INFO,
+            attributes={semconv.PLUGIN: self.name},
+        )
+
+    @staticmethod
+    def summary(stats: _Stats, retries: int) -> dict[str, Any]:
+        """The seed's tool_stats object for one turn."""
+        return {
+            "calls": stats.calls,
+            "retries": retries,
+            "longest_fail_streak": stats.longest_fail_streak,
+            "tools": {tool: {"calls": c, "failed": f, "ms": ms} for tool, (c, f, ms) in stats.tools.items()},
+            "classes": dict(sorted(stats.classes.items())),
+        }
+
+    def _flush(self, stats: _Stats) -> None:
+        groups: dict[tuple[str, str, bool], int] = {}
+        for tool, cls, failed, seconds, trace_id, span_id in stats.pending:
+            groups[(tool, cls, failed)] = groups.get((tool, cls, failed), 0) + 1
+            context = trace.set_span_in_context(trace.NonRecordingSpan(_span_context(trace_id, span_id)))
+            self._duration.record(seconds, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls}, context=context)
+        for (tool, cls, failed), count in groups.items():
+            self._calls.add(count, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls,
+                                    semconv.TOOL_FAILED: "true" if failed else "false"})
+        stats.pending.clear()
+
+
+def _span_context(trace_id: int, span_id: int) -> trace.SpanContext:
+    return trace.SpanContext(trace_id, span_id, is_remote=False, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))

@@ -1,0 +1,44 @@
+"""Plugin discovery: the ``otel_toolchain.plugins`` entry-point group, built-ins included.
+
+The built-in plugins are registered in the package's own metadata exactly as a third-party
+distribution registers its plugins, so there is one way in for both.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint, entry_points
+from typing import Final
+
+from otel_toolchain.errors import PluginLoadError
+from otel_toolchain.plugin import ToolPlugin
+
+__all__ = ["ENTRY_POINT_GROUP", "available_plugins", "load_plugin_class"]
+
+ENTRY_POINT_GROUP: Final = "otel_toolchain.plugins"
+
+
+def available_plugins() -> dict[str, EntryPoint]:
+    """Every installed plugin, by name (the entry point's name), sorted by name."""
+    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return dict(sorted(found.items()))
+
+
+def load_plugin_class(name: str) -> type[ToolPlugin]:
+    """Import the plugin ``name``.
+
+    Raises:
+        PluginLoadError: no such plugin (the message lists the ones that exist), it failed to
+            import, or it is not a ToolPlugin subclass.
+    """
+    plugins = available_plugins()
+    entry = plugins.get(name)
+    if entry is None:
+        valid = ", ".join(plugins) or "none installed"
+        raise PluginLoadError(f"unknown plugin {name!r}; the plugins that exist are: {valid}")
+    try:
+        loaded = entry.load()
+    except Exception as exc:  # any import-time failure of third-party code is a load error
+        raise PluginLoadError(f"plugin {name!r} ({entry.value}) failed to import: {exc!r}") from exc
+    if not (isinstance(loaded, type) and issubclass(loaded, ToolPlugin)):
+        raise PluginLoadError(f"plugin {name!r} ({entry.value}) is not a ToolPlugin subclass")
+    return loaded
