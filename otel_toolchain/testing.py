@@ -58,7 +58,7 @@ class Capture:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
         self.metric_reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.metric_reader], resource=resource)
-        self.logs = InMemoryLogRecordExporter()
+        self.logs = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]  # untyped in the SDK
         self.logger_provider = LoggerProvider(resource=resource)
         self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.logs))
 

@@ -61,10 +61,10 @@ class Turn:
 
     def state_of(self, owner: object, factory: Callable[[], _T]) -> _T:
         """The state ``owner`` keeps for this turn, made by ``factory()`` on first use."""
-        state = self._states.get(id(owner))
+        state: _T | None = self._states.get(id(owner))
         if state is None:
             state = self._states[id(owner)] = factory()
-        return state  # type: ignore[no-any-return]
+        return state
 
     def stop(self, signal: StopSignal) -> None:
         """End the turn (or, for a shadow verdict, only record that it would have been ended).

@@ -1,0 +1,41 @@
+"""``otel-toolchain check`` and ``plugins``, through main(argv)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from otel_toolchain.cli import main
+
+
+def test_check_prints_the_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pack.toml"
+    path.write_text('[[agent.tool_plugins]]\nplugin = "repeat_guard"\nlimit = 9\n')
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out == (
+        f"{path}: ok, 1 plugin(s) in this order:\n"
+        "  1. repeat_guard (limit=9, max_period=3, mode='enforce', nudge_at=None)\n"
+    )
+
+
+def test_check_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pack.toml"
+    path.write_text("[agent]\ntool_plugins = []\n")
+    assert main(["check", "--format", "json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"manifest": str(path), "chain": []}
+
+
+def test_check_fails_with_exit_2_and_names_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pack.toml"
+    path.write_text('[[agent.tool_plugins]]\nplugin = "nope"\n')
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"otel-toolchain: {path}: agent.tool_plugins[0]: unknown plugin 'nope'")
+
+
+def test_plugins_lists_the_built_ins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "repeat_guard\totel_toolchain.plugins.repeat_guard:RepeatGuard\t(otel-toolchain)" in lines
