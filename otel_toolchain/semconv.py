@@ -45,6 +45,7 @@ STOP_CYCLE_TOOLS: Final = "otel_toolchain.stop.cycle.tools"
 STOP_CYCLE_CALL_IDS: Final = "otel_toolchain.stop.cycle.call_ids"
 STOP_CYCLE_DIGESTS: Final = "otel_toolchain.stop.cycle.digests"
 HOOK: Final = "otel_toolchain.hook"
+EXPORT_SIGNAL: Final = "otel_toolchain.signal"
 TOOL_FAILED: Final = "otel_toolchain.tool.failed"
 
 ERROR_TYPE_PLUGIN_PREFIX: Final = "tool_plugin."
@@ -79,6 +80,7 @@ METRIC_OPEN_REPEAT_STREAK: Final = "otel_toolchain.repeat_streak.open_max"
 METRIC_REPEAT_LIMIT: Final = "otel_toolchain.repeat_guard.limit"
 METRIC_PLUGIN_ERRORS: Final = "otel_toolchain.plugin.errors"
 METRIC_TURNS_EVICTED: Final = "otel_toolchain.turns.evicted"
+METRIC_EXPORT_DROPPED: Final = "otel_toolchain.export.dropped"
 
 TOOL_DURATION_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
                                 40.96, 81.92)

@@ -1,0 +1,118 @@
+"""OTLP JSON lines: the file format of the embedded default, as the Collector's ``otlpjsonfile`` reads it.
+
+Each line is one ``Export{Trace,Metrics,Logs}ServiceRequest`` encoded by the OTLP exporters' own
+protobuf encoders and written in the OTLP/JSON mapping: lowerCamelCase fields, enums as integers,
+trace and span ids as hex (not protobuf JSON's base64).
+
+Exporters here append under a lock and never raise into the SDK: an unwritable file fails the
+export (the SDK logs it and the data is counted as dropped by the caller's wrapper).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+__all__ = ["JsonLinesLogExporter", "JsonLinesMetricExporter", "JsonLinesSpanExporter", "read_otlp_json_lines",
+           "to_otlp_json"]
+
+_ID_KEYS: Final = frozenset({"traceId", "spanId", "parentSpanId"})
+
+
+def _ids(data: Any, convert: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: convert(v) if k in _ID_KEYS and isinstance(v, str) else _ids(v, convert) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_ids(item, convert) for item in data]
+    return data
+
+
+def to_otlp_json(message: Message) -> str:
+    """One line of OTLP/JSON for an export request message."""
+    data = json_format.MessageToDict(message, use_integers_for_enums=True)
+    return json.dumps(_ids(data, lambda v: base64.b64decode(v).hex()), separators=(",", ":"))
+
+
+def parse_otlp_json(line: str, message: Message) -> Message:
+    """Parse one OTLP/JSON line into ``message`` (an empty request of the right type) with real protobufs."""
+    data = _ids(json.loads(line), lambda v: base64.b64encode(bytes.fromhex(v)).decode())
+    return json_format.ParseDict(data, message, ignore_unknown_fields=True)
+
+
+def read_otlp_json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """Every request in an OTLP JSON lines file, as plain dicts (ids stay hex)."""
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+
+
+class _Appender:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, line: str) -> bool:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock, self.path.open("a", encoding="utf-8") as out:
+                out.write(line + "\n")
+        except OSError:
+            return False
+        return True
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    def __init__(self, path: Path) -> None:
+        self._out = _Appender(path)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ok = self._out.append(to_otlp_json(encode_spans(spans)))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+
+class JsonLinesMetricExporter(MetricExporter):
+    def __init__(self, path: Path) -> None:
+        super().__init__(preferred_temporality={}, preferred_aggregation={})
+        self._out = _Appender(path)
+        self.temporality = AggregationTemporality.CUMULATIVE
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        ok = self._out.append(to_otlp_json(encode_metrics(metrics_data)))
+        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        return None
+
+
+class JsonLinesLogExporter(LogRecordExporter):
+    def __init__(self, path: Path) -> None:
+        self._out = _Appender(path)
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        ok = self._out.append(to_otlp_json(encode_logs(batch)))
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        return None

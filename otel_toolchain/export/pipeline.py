@@ -1,0 +1,276 @@
+"""Build the tracer, meter and logger providers a run exports through.
+
+Where data goes, in order of precedence:
+
+1. the manifest's ``[export]`` table (``endpoint``, ``protocol``, ``headers``, …), then
+2. the standard ``OTEL_*`` variables (``OTEL_EXPORTER_OTLP_ENDPOINT`` and the per-signal ones,
+   ``OTEL_EXPORTER_OTLP_PROTOCOL``, ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_SERVICE_NAME``,
+   ``OTEL_RESOURCE_ATTRIBUTES``): with an endpoint, OTLP over gRPC or HTTP/protobuf;
+3. with no endpoint anywhere, the embedded default: OTLP JSON lines files in
+   ``$OTEL_TOOLCHAIN_OUTPUT_DIR``, else ``$XDG_STATE_HOME/otel-toolchain``, else
+   ``~/.local/state/otel-toolchain`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``).
+
+Export never blocks the agent: spans and logs go through batch processors with bounded queues,
+metrics through a periodic reader, all exporting on their own threads. Data an exporter fails to
+deliver is counted in ``otel_toolchain.export.dropped`` (and ``Pipeline.dropped``); data dropped
+because a queue was full is counted by the SDK's own ``otel.sdk.processor.*.processed`` metrics
+(``error.type=queue_full``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from opentelemetry.metrics import Counter
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from pydantic import BaseModel, ConfigDict, Field
+
+from otel_toolchain import semconv
+from otel_toolchain.errors import ToolchainError
+from otel_toolchain.export.otlp_json import JsonLinesLogExporter, JsonLinesMetricExporter, JsonLinesSpanExporter
+
+__all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir"]
+
+OUTPUT_DIR_ENV: Final = "OTEL_TOOLCHAIN_OUTPUT_DIR"
+_ENDPOINT_VARS: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                         "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+
+
+class ExportSettings(BaseModel):
+    """The manifest's ``[export]`` table; every field left out falls back to the environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: str | None = None
+    protocol: Literal["grpc", "http/protobuf"] | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    service_name: str | None = None
+    resource_attributes: dict[str, str] = Field(default_factory=dict)
+    output_dir: str | None = None
+    prometheus_port: int | None = Field(default=None, ge=0, le=65535)
+    metric_interval_ms: int = Field(default=10_000, ge=100)
+    max_queue_size: int = Field(default=2048, ge=1)
+
+
+def default_output_dir(environ: Mapping[str, str]) -> Path:
+    """Where the embedded default writes, given the environment."""
+    if environ.get(OUTPUT_DIR_ENV):
+        return Path(environ[OUTPUT_DIR_ENV])
+    state = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".local" / "state")
+    return Path(state) / "otel-toolchain"
+
+
+@dataclass
+class Pipeline:
+    """Providers wired to exporters. Call :meth:`shutdown` once, at the end, to flush everything."""
+
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+    logger_provider: LoggerProvider
+    destination: str
+    output_dir: Path | None = None
+    _dropped: dict[str, int] = field(default_factory=lambda: {"traces": 0, "metrics": 0, "logs": 0})
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Items each exporter failed to deliver, by signal."""
+        return dict(self._dropped)
+
+    def shutdown(self) -> None:
+        """Flush and stop; blocks until exporters finish or time out (never raises)."""
+        for provider in (self.tracer_provider, self.logger_provider, self.meter_provider):
+            try:
+                provider.shutdown()
+            except Exception:  # noqa: BLE001 (a dead Collector or a full disk must not turn into a crash at exit)
+                continue
+
+
+class _Dropped:
+    """Counts what an exporter failed to deliver, in a counter and a plain dict."""
+
+    def __init__(self, pipeline_counts: dict[str, int], signal: str) -> None:
+        self._counts = pipeline_counts
+        self._signal = signal
+        self._lock = threading.Lock()
+        self.counter: Counter | None = None
+
+    def add(self, items: int) -> None:
+        with self._lock:
+            self._counts[self._signal] += items
+        if self.counter is not None:
+            self.counter.add(items, {semconv.EXPORT_SIGNAL: self._signal})
+
+
+class _CountingSpanExporter(SpanExporter):
+    def __init__(self, inner: SpanExporter, dropped: _Dropped) -> None:
+        self._inner, self._dropped = inner, dropped
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self._inner.export(spans)
+        except Exception:  # noqa: BLE001 (exporters should not raise; if one does, the batch is lost)
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self._dropped.add(len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class _CountingLogExporter(LogRecordExporter):
+    def __init__(self, inner: LogRecordExporter, dropped: _Dropped) -> None:
+        self._inner, self._dropped = inner, dropped
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        try:
+            result = self._inner.export(batch)
+        except Exception:  # noqa: BLE001 (as for spans)
+            result = LogRecordExportResult.FAILURE
+        if result is not LogRecordExportResult.SUCCESS:
+            self._dropped.add(len(batch))
+        return result
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()  # type: ignore[no-untyped-call]  # untyped in the SDK
+
+
+def _resource(settings: ExportSettings, environ: Mapping[str, str]) -> Resource:
+    attributes: dict[str, Any] = {}
+    for pair in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip():
+            attributes[key.strip()] = value.strip()
+    attributes.update(settings.resource_attributes)
+    name = settings.service_name or environ.get("OTEL_SERVICE_NAME") or attributes.get("service.name")
+    attributes["service.name"] = name or "otel-toolchain"
+    return Resource.create(attributes)
+
+
+def _signal_endpoint(signal: str, settings: ExportSettings, environ: Mapping[str, str], *, http: bool) -> str | None:
+    """The endpoint for one signal, resolved here so the given ``environ`` decides (not os.environ)."""
+    path = f"/v1/{signal}" if http else ""
+    if settings.endpoint:
+        return settings.endpoint.rstrip("/") + path
+    per_signal = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    if per_signal:
+        return per_signal  # the spec: a per-signal endpoint is used as it is
+    base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return base.rstrip("/") + path if base else None
+
+
+def _otlp_exporters(settings: ExportSettings, environ: Mapping[str, str], protocol: str) -> tuple[Any, Any, Any]:
+    headers = dict(settings.headers) or None
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter  # noqa: PLC0415
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter  # noqa: PLC0415
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter  # noqa: PLC0415
+
+        def grpc_args(signal: str) -> dict[str, Any]:
+            url = _signal_endpoint(signal, settings, environ, http=False)
+            # gRPC takes TLS from the scheme only when told: http:// means a plaintext channel.
+            return {"endpoint": url, "headers": headers, "insecure": url.startswith("http://") if url else None}
+
+        return (OTLPSpanExporter(**grpc_args("traces")), OTLPMetricExporter(**grpc_args("metrics")),
+                OTLPLogExporter(**grpc_args("logs")))
+    if protocol != "http/protobuf":
+        raise ToolchainError(f"OTLP protocol {protocol!r} is not supported; use 'grpc' or 'http/protobuf'")
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLog  # noqa: PLC0415
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # noqa: PLC0415
+        OTLPMetricExporter as HttpMetric,
+    )
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpan  # noqa: PLC0415
+
+    def http_url(signal: str) -> str | None:
+        return _signal_endpoint(signal, settings, environ, http=True)
+
+    return (HttpSpan(endpoint=http_url("traces"), headers=headers),
+            HttpMetric(endpoint=http_url("metrics"), headers=headers),
+            HttpLog(endpoint=http_url("logs"), headers=headers))
+
+
+def _prometheus_reader(port: int) -> MetricReader:
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader  # noqa: PLC0415
+        from prometheus_client import start_http_server  # noqa: PLC0415
+    except ImportError as exc:
+        raise ToolchainError("prometheus_port needs the extra: pip install 'otel-toolchain[prometheus]'") from exc
+    start_http_server(port, addr="127.0.0.1")
+    reader: MetricReader = PrometheusMetricReader()
+    return reader
+
+
+def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str, str] | None = None) -> Pipeline:
+    """Providers exporting as ``settings`` and ``environ`` say (``environ`` defaults to ``os.environ``)."""
+    settings = settings or ExportSettings()
+    environ = os.environ if environ is None else environ
+    resource = _resource(settings, environ)
+    counts = {"traces": 0, "metrics": 0, "logs": 0}
+    dropped = {signal: _Dropped(counts, signal) for signal in counts}
+    output_dir: Path | None = None
+    if settings.endpoint or any(environ.get(var) for var in _ENDPOINT_VARS):
+        protocol = settings.protocol or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        spans, metrics, logs = _otlp_exporters(settings, environ, protocol)
+        destination = f"OTLP ({protocol})"
+    else:
+        output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir(environ)
+        spans = JsonLinesSpanExporter(output_dir / "traces.jsonl")
+        metrics = JsonLinesMetricExporter(output_dir / "metrics.jsonl")
+        logs = JsonLinesLogExporter(output_dir / "logs.jsonl")
+        destination = f"OTLP JSON lines in {output_dir}"
+    readers: list[MetricReader] = [_metric_reader(metrics, settings, dropped["metrics"])]
+    if settings.prometheus_port is not None:
+        readers.append(_prometheus_reader(settings.prometheus_port))
+    meter_provider = MeterProvider(metric_readers=readers, resource=resource)
+    counter = meter_provider.get_meter("otel_toolchain").create_counter(
+        semconv.METRIC_EXPORT_DROPPED, unit="{item}", description="Telemetry an exporter failed to deliver."
+    )
+    for signal, each in dropped.items():
+        each.counter = counter
+        counter.add(0, {semconv.EXPORT_SIGNAL: signal})
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(BatchSpanProcessor(
+        _CountingSpanExporter(spans, dropped["traces"]), max_queue_size=settings.max_queue_size))
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(
+        _CountingLogExporter(logs, dropped["logs"]), max_queue_size=settings.max_queue_size))
+    return Pipeline(tracer_provider, meter_provider, logger_provider, destination, output_dir, counts)
+
+
+def _metric_reader(exporter: MetricExporter, settings: ExportSettings, dropped: _Dropped) -> MetricReader:
+    original = exporter.export
+
+    def export(metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
+        try:
+            result = original(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        except Exception:  # noqa: BLE001 (as for spans)
+            result = MetricExportResult.FAILURE
+        if result is not MetricExportResult.SUCCESS:
+            dropped.add(sum(len(m.data.data_points) for rm in metrics_data.resource_metrics
+                            for sm in rm.scope_metrics for m in sm.metrics))
+        return result
+
+    exporter.export = export  # type: ignore[method-assign]
+    return PeriodicExportingMetricReader(exporter, export_interval_millis=settings.metric_interval_ms)
