@@ -1,0 +1,190 @@
+"""``classify``: tags every tool call read, write, exec, build, network, mcp, agent or other.
+
+The class goes to later plugins as the call's ``class`` tag and onto the live tool span as
+``otel_toolchain.tool.class``. It stops nothing. How a call is classed, first match wins:
+
+1. a user rule naming the tool (``tool = "<glob>"``), in manifest order;
+2. MCP naming, ``mcp__<server>__<tool>``: mcp;
+3. a shell tool (Claude Code ``Bash``, Codex ``shell``/``exec_command``/``command_execution``,
+   OpenCode and Pi ``bash``): the programs its command runs, see below; exec when there is none;
+4. the harness tool tables (Claude Code, Codex, OpenCode, Pi): ``Read`` is read, ``Edit`` write, ...;
+5. other.
+
+A shell command is lexed like a shell would (``_shell``), and each program it runs is classed by
+the first user rule naming the program (``program = "<glob>"``, matched against the program name
+and against ``"<name> <args…>"``, so ``"git push*"`` works), else by the program tables
+(``git push`` network, ``git status`` read, ``sed -i`` write, unknown programs exec). Output
+redirected to a file counts as write. When a command runs several programs, the class that comes
+first in this precedence wins::
+
+    network > write > build > agent > mcp > exec > other > read
+
+Effects outside the machine matter most, then changes to files, then builds; ``cd x && make`` is
+a build, ``make && git push`` network. agent and mcp (which only user rules give to programs) sit
+above exec because a rule that names them is more specific than exec, the catch-all of programs.
+
+Patterns are ``fnmatch`` globs and case-sensitive. Each distinct (tool, command) is lexed once:
+results are cached in a bounded dict, so repeated calls cost one lookup.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from otel_toolchain.plugin import ToolPlugin
+from otel_toolchain.plugins._shell import Invocation, parse
+from otel_toolchain.plugins._tool_tables import (
+    CLASSES,
+    COMMAND_KEYS,
+    SHELL_TOOLS,
+    TOOLS,
+    ToolClass,
+    is_mcp_tool,
+    program_class,
+)
+
+if TYPE_CHECKING:
+    from otel_toolchain.calls import ToolCall
+    from otel_toolchain.turn import Turn
+
+__all__ = ["CLASSES", "Classifier", "Classify", "ClassifyConfig", "Rule", "classify"]
+
+PRECEDENCE: Final[tuple[ToolClass, ...]] = ("network", "write", "build", "agent", "mcp", "exec", "other", "read")
+_RANK: Final = {cls: -index for index, cls in enumerate(PRECEDENCE)}
+_CACHE_LIMIT = 4096
+_Command: TypeAlias = "str | tuple[str, ...]"
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Rule(BaseModel):
+    """A user rule: calls of a ``tool``, or shell commands running a ``program``, get ``class``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    tool: str | None = Field(default=None, min_length=1, description="Glob over tool names.")
+    program: str | None = Field(default=None, min_length=1, description="Glob over programs a shell runs.")
+    class_: ToolClass = Field(alias="class", description="The class the matching calls get.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Rule:
+        if (self.tool is None) == (self.program is None):
+            raise ValueError("a rule names exactly one of `tool` or `program`")
+        return self
+
+
+class ClassifyConfig(BaseModel):
+    """Settings of ``classify`` as the manifest gives them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rules: list[Rule] = Field(default_factory=list, description="User rules; they take priority over the tables.")
+
+
+class Classifier:
+    """Classes tool calls; safe to share between threads (a lost cache entry is only recomputed)."""
+
+    __slots__ = ("_commands", "_program_rules", "_tool_rules", "_tools")
+
+    def __init__(self, rules: Sequence[Rule] = ()) -> None:
+        self._tool_rules = tuple((_glob(r.tool), r.class_) for r in rules if r.tool is not None)
+        self._program_rules = tuple((_glob(r.program), r.class_) for r in rules if r.program is not None)
+        self._tools: dict[str, ToolClass | None] = {}  # None: a shell tool, classed by its command
+        self._commands: dict[tuple[str, _Command], ToolClass] = {}
+
+    def classify(self, tool: str, arguments: object) -> ToolClass:
+        """The class of a call of ``tool`` with ``arguments`` (parsed JSON, or raw text)."""
+        try:
+            fixed = self._tools[tool]
+        except KeyError:
+            fixed = _remember(self._tools, tool, self._tool_class(tool))
+        if fixed is not None:
+            return fixed
+        command = shell_command(arguments)
+        if command is None:
+            return "exec"
+        key = (tool, command)
+        found = self._commands.get(key)
+        return found if found is not None else _remember(self._commands, key, self.command_class(command))
+
+    def command_class(self, command: _Command) -> ToolClass:
+        """The class of a shell command: its programs' classes, decided by ``PRECEDENCE``."""
+        script = parse(command)
+        classes = {self._program_class(invocation) for invocation in script.invocations}
+        if script.writes:
+            classes.add("write")
+        return max(classes, key=_RANK.__getitem__) if classes else "exec"
+
+    def _tool_class(self, tool: str) -> ToolClass | None:
+        for matches, cls in self._tool_rules:
+            if matches(tool):
+                return cls
+        if is_mcp_tool(tool):
+            return "mcp"
+        return None if tool in SHELL_TOOLS else TOOLS.get(tool, "other")
+
+    def _program_class(self, invocation: Invocation) -> ToolClass:
+        program, args = invocation.program, invocation.args
+        line = " ".join((program, *args)) if self._program_rules and args else program
+        for matches, cls in self._program_rules:
+            if matches(program) or matches(line):
+                return cls
+        return program_class(program, args)
+
+
+def shell_command(arguments: object) -> _Command | None:
+    """The command in a shell tool's arguments: ``command`` or ``cmd``, a string or an argv list."""
+    if isinstance(arguments, str):
+        return arguments
+    if not isinstance(arguments, Mapping):
+        return None
+    for key in COMMAND_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(word, str) for word in value):
+            return tuple(value)
+    action = arguments.get("action")  # Codex local_shell: {"action": {"command": [...]}}
+    return shell_command(action) if isinstance(action, Mapping) else None
+
+
+def _glob(pattern: str) -> Callable[[str], object]:
+    return re.compile(fnmatch.translate(pattern)).match  # not fnmatch(): that folds case on Windows
+
+
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    if len(cache) >= _CACHE_LIMIT:  # clearing beats LRU bookkeeping on every call; agents repeat themselves
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+_DEFAULT: Final = Classifier()
+
+
+def classify(tool: str, arguments: object) -> ToolClass:
+    """The class of a call of ``tool`` with ``arguments``, by the built-in tables alone."""
+    return _DEFAULT.classify(tool, arguments)
+
+
+class Classify(ToolPlugin):
+    """Tags each call with its class; see the module docstring for how it is decided."""
+
+    name: ClassVar[str] = "classify"
+    Config: ClassVar[type[BaseModel]] = ClassifyConfig
+
+    def __init__(self, rules: Sequence[Rule | Mapping[str, Any]] = ()) -> None:
+        self.rules: tuple[Rule, ...] = tuple(ClassifyConfig.model_validate({"rules": list(rules)}).rules)
+        self.classifier = Classifier(self.rules)
+
+    def describe(self) -> dict[str, Any]:
+        return {"rules": [rule.model_dump(by_alias=True, exclude_none=True) for rule in self.rules]}
+
+    def on_tool(self, call: ToolCall, turn: Turn) -> None:
+        arguments = call.parsed_arguments
+        call.tag("class", self.classifier.classify(call.tool, call.raw_arguments if arguments is None else arguments))
