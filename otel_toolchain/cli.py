@@ -8,17 +8,94 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from otel_toolchain.errors import ToolchainError
+from otel_toolchain.chain import Toolchain
+from otel_toolchain.errors import StreamError, ToolchainError
+from otel_toolchain.export.pipeline import Pipeline, build_pipeline
 from otel_toolchain.manifest import Manifest
+from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.registry import available_plugins
+from otel_toolchain.replaying import _Progress, format_outcome, replay_path
+from otel_toolchain.show import render_turns, turns_from_otlp_file
+from otel_toolchain.streams.replay import HARNESSES
 
 __all__ = ["main"]
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_USAGE = 2
+DIGEST_KEY_ENV = "OTEL_TOOLCHAIN_DIGEST_KEY"
+
+
+def _load_manifest(path: str | None) -> Manifest:
+    return Manifest.load(path) if path else Manifest.default()
+
+
+def _digest_key() -> bytes | None:
+    key = os.environ.get(DIGEST_KEY_ENV)
+    return key.encode()[:64] if key else None
+
+
+def start_telemetry(manifest: Manifest) -> tuple[Pipeline, Toolchain, AgentRecorder]:
+    """The export pipeline (from the manifest and the OTEL_* environment), the chain on it, a recorder."""
+    pipeline = build_pipeline(manifest.export)
+    chain = manifest.toolchain(digest_key=_digest_key())
+    chain.install(pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider)
+    recorder = AgentRecorder(pipeline.tracer_provider, toolchain=chain, capture_content=manifest.agent.capture_content)
+    return pipeline, chain, recorder
+
+
+def finish_telemetry(pipeline: Pipeline) -> None:
+    pipeline.shutdown()
+    dropped = {signal: count for signal, count in pipeline.dropped.items() if count}
+    note = f" ({', '.join(f'{n} {s} dropped' for s, n in dropped.items())})" if dropped else ""
+    print(f"otel-toolchain: telemetry exported to {pipeline.destination}{note}", file=sys.stderr)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    manifest = _load_manifest(args.manifest)
+    pipeline, _chain, recorder = start_telemetry(manifest)
+    progress = _Progress.maybe(args.files, sys.stderr)
+    code = EXIT_OK
+    try:
+        for path in args.files:
+            if progress is not None:
+                progress.next_file()
+            try:
+                outcomes = replay_path(path, recorder, harness=args.harness, strict=args.strict, progress=progress)
+            except StreamError as exc:
+                if progress is not None:
+                    progress.finish()
+                print(f"otel-toolchain: {exc}", file=sys.stderr)
+                if args.strict:
+                    return EXIT_USAGE
+                code = EXIT_FAILED  # one unreadable file loses nothing of the others
+                continue
+            if progress is not None:
+                progress.finish()
+            for outcome in outcomes:
+                print(json.dumps(outcome.to_dict()) if args.format == "json" else format_outcome(outcome),
+                      flush=True)
+    finally:
+        finish_telemetry(pipeline)
+    return code
+
+
+def _show(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if path.is_dir():
+        path = path / "traces.jsonl"
+    try:
+        turns = turns_from_otlp_file(path)
+    except (OSError, ValueError) as exc:
+        print(f"otel-toolchain: {path}: cannot read OTLP JSON lines: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render_turns(turns, max_calls=args.max_calls))
+    return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -55,7 +132,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     plugins = commands.add_parser("plugins", help="list the installed plugins")
     plugins.set_defaults(handler=_plugins)
+
+    replay = commands.add_parser("replay", help="turn recorded runs into spans and run the chain over them")
+    replay.add_argument("files", nargs="+", metavar="FILE", help="recorded event streams (- reads standard input)")
+    _add_harness_and_manifest(replay)
+    replay.add_argument("--format", choices=("text", "json"), default="text")
+    replay.add_argument("--strict", action="store_true", help="a bad line is an error (exit 2)")
+    replay.set_defaults(handler=_replay)
+
+    show = commands.add_parser("show", help="render the turns of an OTLP JSON lines traces file as a tree")
+    show.add_argument("file", help="traces.jsonl, or the folder the embedded default writes to")
+    show.add_argument("--max-calls", type=int, default=40, help="calls shown per turn before eliding")
+    show.set_defaults(handler=_show)
     return parser
+
+
+def _add_harness_and_manifest(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--harness", choices=("auto", *HARNESSES), default="auto")
+    parser.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

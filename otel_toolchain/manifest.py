@@ -9,7 +9,9 @@
     [[agent.tool_plugins]]
     plugin = "classify"
 
-Leaving ``tool_plugins`` out runs exactly the default chain (repeat_guard with limit 25, classify,
+An optional ``[export]`` table sets where telemetry goes (see
+:class:`~otel_toolchain.export.ExportSettings`). Leaving ``tool_plugins`` out runs exactly the
+default chain (repeat_guard with limit 25, classify,
 tool_stats); ``tool_plugins = []`` runs no plugins. Everything is checked at load time: an
 unknown plugin, an unknown or mistyped parameter, a limit below 1 raise :class:`ManifestError`
 naming the file, the entry and (for a name) the plugins that exist.
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import ManifestError, PluginLoadError
+from otel_toolchain.export.pipeline import ExportSettings
 from otel_toolchain.plugin import ToolPlugin
 from otel_toolchain.registry import load_plugin_class
 
@@ -63,6 +66,7 @@ class AgentSettings(BaseModel):
 class _Document(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     agent: AgentSettings = AgentSettings()
+    export: ExportSettings = ExportSettings()
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class Manifest:
     source: str
     agent: AgentSettings
     plugins: tuple[PluginSpec, ...] = field(default=())
+    export: ExportSettings = field(default_factory=ExportSettings)
 
     @classmethod
     def default(cls) -> Manifest:
@@ -117,7 +122,7 @@ class Manifest:
         entries = document.agent.tool_plugins
         raw = [e.model_dump() for e in entries] if entries is not None else [dict(e) for e in DEFAULT_CHAIN]
         specs = tuple(_check_entry(source, index, entry) for index, entry in enumerate(raw))
-        return cls(source=source, agent=document.agent, plugins=specs)
+        return cls(source=source, agent=document.agent, plugins=specs, export=document.export)
 
     def toolchain(self, *, strict: bool = False, digest_key: bytes | None = None) -> Toolchain:
         """A new Toolchain running this manifest's plugins in order."""

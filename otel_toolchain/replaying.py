@@ -1,0 +1,122 @@
+"""Replay recorded runs: each file (or standard input) is one run, turned into spans under the chain."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from pathlib import Path
+from typing import IO, Any
+
+from otel_toolchain.adapter import SpanWriter, TurnOutcome
+from otel_toolchain.errors import StreamError
+from otel_toolchain.recorder import AgentRecorder
+from otel_toolchain.streams import detect_harness, read_stream
+
+__all__ = ["format_outcome", "replay_lines", "replay_path"]
+
+_DETECT_LINES = 5
+
+
+def replay_lines(lines: Iterable[str], recorder: AgentRecorder, *, source: str, harness: str = "auto",
+                 strict: bool = False) -> list[TurnOutcome]:
+    """Replay one run's lines through ``recorder``; returns its turns' outcomes.
+
+    Raises:
+        StreamError: the harness could not be recognised, or (strict) a line could not be read.
+    """
+    it = iter(lines)
+    if harness == "auto":
+        head = list(islice(it, _DETECT_LINES))
+        if not any(line.strip() for line in head):
+            return []
+        detected = detect_harness(head)
+        if detected is None:
+            raise StreamError("not a stream of a known harness (claude-code, codex, opencode, pi); "
+                              "name one with --harness", source=source, line_no=1)
+        harness, it = detected, chain(head, it)
+    writer = SpanWriter(recorder, source=source, harness=harness)
+    for event in read_stream(it, harness, strict, source=source):
+        writer.handle(event)
+    return writer.close()
+
+
+def _lines(stream: IO[str], progress: _Progress | None) -> Iterator[str]:
+    for line in stream:
+        if progress is not None:
+            progress.advance(len(line))
+        yield line
+
+
+def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", strict: bool = False,
+                progress: _Progress | None = None) -> list[TurnOutcome]:
+    """Replay the file at ``path`` (``-``: standard input)."""
+    if path == "-":
+        return replay_lines(_lines(sys.stdin, progress), recorder, source="-", harness=harness, strict=strict)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            return replay_lines(_lines(stream, progress), recorder, source=path, harness=harness, strict=strict)
+    except OSError as exc:
+        raise StreamError(f"cannot read: {exc.strerror or exc}", source=path) from exc
+
+
+class _Progress:
+    """A one-line progress bar on a terminal's standard error; silent elsewhere."""
+
+    def __init__(self, paths: list[str], out: IO[str]) -> None:
+        self._total = sum(Path(p).stat().st_size for p in paths if p != "-" and Path(p).is_file())
+        self._files = len(paths)
+        self._done_bytes = 0
+        self._file_no = 0
+        self._out = out
+        self._last = 0.0
+
+    @classmethod
+    def maybe(cls, paths: list[str], out: IO[str]) -> _Progress | None:
+        if not out.isatty():
+            return None
+        progress = cls(paths, out)
+        return progress if progress._files > 3 or progress._total > 2_000_000 else None
+
+    def next_file(self) -> None:
+        self._file_no += 1
+
+    def advance(self, size: int) -> None:
+        self._done_bytes += size
+        now = time.monotonic()
+        if now - self._last >= 0.1:
+            self._last = now
+            share = self._done_bytes / self._total if self._total else 0.0
+            bar = "#" * int(share * 30)
+            self._out.write(f"\rreplay [{bar:<30}] {share:4.0%}  file {self._file_no}/{self._files}")
+            self._out.flush()
+
+    def finish(self) -> None:
+        self._out.write("\r" + " " * 70 + "\r")
+        self._out.flush()
+
+
+def format_outcome(outcome: TurnOutcome) -> str:
+    """The text summary of a turn: calls, classes, failures, retries, and the stop with its cycle."""
+    stats: dict[str, Any] = outcome.tool_stats or {}
+    classes = ", ".join(f"{name} {count}" for name, count in sorted(
+        stats.get("classes", {}).items(), key=lambda item: (-item[1], item[0])))
+    line = f"{outcome.source} ({outcome.harness})"
+    if outcome.session_id:
+        line += f" session {outcome.session_id}"
+    line += f": {outcome.calls} calls" + (f" ({classes})" if classes else "")
+    line += f", {outcome.failed} failed, {stats.get('retries', 0)} retries"
+    if stats.get("longest_fail_streak"):
+        line += f", longest failure streak {stats['longest_fail_streak']}"
+    if outcome.bad_lines:
+        numbers = ", ".join(str(bad.line_no) for bad in outcome.bad_lines[:5])
+        line += f", {len(outcome.bad_lines)} bad line(s) (line {numbers})"
+    lines = [line]
+    if outcome.stopped is not None:
+        stop = outcome.stopped
+        cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+        lines.append(f"  STOPPED by {stop.plugin} at call {stop.at_call}: {stop.reason}")
+        if cycle:
+            lines.append(f"  cycle: {cycle}")
+    return "\n".join(lines)
