@@ -20,6 +20,7 @@ from otel_toolchain.manifest import Manifest
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.registry import available_plugins
 from otel_toolchain.replaying import _Progress, format_outcome, replay_path
+from otel_toolchain.running import run_harness
 from otel_toolchain.show import render_turns, turns_from_otlp_file
 from otel_toolchain.streams.replay import HARNESSES
 
@@ -85,6 +86,24 @@ def _replay(args: argparse.Namespace) -> int:
     return code
 
 
+def _run(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        print("otel-toolchain: run needs a command after --", file=sys.stderr)
+        return EXIT_USAGE
+    manifest = _load_manifest(args.manifest)
+    pipeline, _chain, recorder = start_telemetry(manifest)
+    try:
+        result = run_harness(command, recorder, harness=args.harness, retries=args.retries,
+                             log_path=Path(args.log) if args.log else None, grace_s=args.grace)
+    except OSError as exc:
+        print(f"otel-toolchain: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+    finally:
+        finish_telemetry(pipeline)
+    return result.exit_code
+
+
 def _show(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.is_dir():
@@ -139,6 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--format", choices=("text", "json"), default="text")
     replay.add_argument("--strict", action="store_true", help="a bad line is an error (exit 2)")
     replay.set_defaults(handler=_replay)
+
+    run = commands.add_parser("run", help="run a harness, trace its tool calls live, stop it when it wedges",
+                              description="Exit codes: 75 when a plugin stopped the run, else the command's own.")
+    _add_harness_and_manifest(run)
+    run.add_argument("--retries", type=int, default=0, help="rerun a stopped command up to N times")
+    run.add_argument("--log", help="append the harness's standard output to this file too")
+    run.add_argument("--grace", type=float, default=3.0, help="seconds between SIGTERM and SIGKILL")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
+    run.set_defaults(handler=_run)
 
     show = commands.add_parser("show", help="render the turns of an OTLP JSON lines traces file as a tree")
     show.add_argument("file", help="traces.jsonl, or the folder the embedded default writes to")

@@ -1,0 +1,245 @@
+"""``otel-toolchain run``: wrap a live harness, stream its output through the chain, stop it when it wedges.
+
+The harness runs in a process group of its own. Its standard output passes through unchanged
+(byte for byte, line by line, so a pipeline after ``run`` still works) and is teed to ``--log``;
+each line is read into events and spans as it arrives. When a plugin stops the turn, the whole
+group gets SIGTERM, then SIGKILL after ``grace`` seconds; ``run`` prints one line on standard
+error naming the plugin, the reason and the cycle, and exits 75 (EX_TEMPFAIL: a stopped turn is
+a retryable failure). SIGINT and SIGTERM sent to ``run`` are forwarded to the group, with the
+same escalation; the turn is closed and exported either way. No process of the group is left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Final
+
+from opentelemetry.trace import Link, SpanContext, TraceFlags
+
+from otel_toolchain.adapter import SpanWriter, TurnOutcome
+from otel_toolchain.recorder import AgentRecorder
+from otel_toolchain.signals import StopSignal
+from otel_toolchain.streams import StreamReader, detect_harness, reader_for
+
+__all__ = ["EXIT_STOPPED", "RunResult", "run_harness"]
+
+EXIT_STOPPED: Final = 75
+_DETECT_LINES: Final = 5
+
+
+@dataclass
+class RunResult:
+    """How a wrapped run ended, over all its attempts."""
+
+    exit_code: int
+    outcomes: list[TurnOutcome] = field(default_factory=list)
+    stops: list[StopSignal] = field(default_factory=list)
+    stop_latencies_s: list[float] = field(default_factory=list)
+    """From the arrival of the line that completed a cycle to the process group being gone."""
+
+
+class _Group:
+    """The harness's process group: signalled as a whole, escalated to SIGKILL after a grace period."""
+
+    def __init__(self, process: subprocess.Popen[bytes], grace_s: float) -> None:
+        self.process = process
+        self.pgid = process.pid  # start_new_session made the child its group's leader
+        self.grace_s = grace_s
+        self._timer: threading.Timer | None = None
+
+    def alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # a member we may not signal still exists
+            return True
+        return True
+
+    def send(self, signo: int) -> None:
+        try:
+            os.killpg(self.pgid, signo)
+        except ProcessLookupError:
+            return
+        if self._timer is None and signo != signal.SIGKILL:
+            self._timer = threading.Timer(self.grace_s, self.send, (signal.SIGKILL,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def reap(self) -> int:
+        """Wait for the harness, then make sure nothing of its group is left; its exit code."""
+        code = self.process.wait()
+        deadline = time.monotonic() + self.grace_s
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.alive():
+            self.send(signal.SIGKILL)
+            while self.alive():
+                time.sleep(0.01)
+        if self._timer is not None:
+            self._timer.cancel()
+        return code if code >= 0 else 128 - code
+
+
+def _wait_gone(group: _Group, line_time: float, latencies: list[float]) -> None:
+    while group.alive():
+        time.sleep(0.001)
+    latencies.append(time.monotonic() - line_time)
+
+
+class _Attempt:
+    """One run of the command: its lines, its reader and its spans."""
+
+    def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
+                 log: IO[bytes] | None, out: IO[bytes], grace_s: float, links: list[Link]) -> None:
+        self.command = command
+        self.recorder = recorder
+        self.harness = harness
+        self.strict = strict
+        self.log = log
+        self.out = out
+        self.grace_s = grace_s
+        self.links = links
+        self.stop: StopSignal | None = None
+        self.latencies: list[float] = []
+        self._line_time = 0.0
+        self._watchers: list[threading.Thread] = []
+
+    def run(self, group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
+        process = subprocess.Popen(list(self.command), stdout=subprocess.PIPE, start_new_session=True)
+        group = _Group(process, self.grace_s)
+        group_holder[:] = [group]
+        reader: StreamReader | None = None
+        writer: SpanWriter | None = None
+        head: list[str] = []
+        assert process.stdout is not None
+        for line_no, raw in enumerate(iter(process.stdout.readline, b""), 1):
+            self._line_time = time.monotonic()
+            self._pass_through(raw)
+            text = raw.decode("utf-8", "replace")
+            if reader is None:
+                head.append(text)
+                reader, writer = self._start_reading(head, group)
+                if reader is None or writer is None:
+                    continue
+                for number, earlier in enumerate(head, line_no - len(head) + 1):
+                    self._feed(reader, writer, earlier, number)
+                continue
+            assert writer is not None
+            self._feed(reader, writer, text, line_no)
+        process.stdout.close()
+        code = group.reap()
+        for watcher in self._watchers:
+            watcher.join()
+        if reader is not None and writer is not None:
+            for event in reader.close(time.time_ns()):
+                writer.handle(event)
+            return code, writer.close()
+        return code, []
+
+    def _pass_through(self, raw: bytes) -> None:
+        self.out.write(raw)
+        self.out.flush()
+        if self.log is not None:
+            self.log.write(raw)
+            self.log.flush()
+
+    def _start_reading(self, head: list[str], group: _Group) -> tuple[StreamReader | None, SpanWriter | None]:
+        harness = self.harness
+        if harness == "auto":
+            detected = detect_harness(head)
+            if detected is None:
+                if len(head) >= _DETECT_LINES:
+                    print("otel-toolchain: the output is not a stream of a known harness; passing it through "
+                          "without spans (name one with --harness)", file=sys.stderr)
+                    self.harness = "none"
+                return None, None
+            harness = detected
+        if harness == "none":
+            return None, None
+        reader = reader_for(harness, self.strict, source=" ".join(self.command[:1]))
+
+        def on_stop(stop: StopSignal, outcome: TurnOutcome) -> None:
+            self.stop = stop
+            group.send(signal.SIGTERM)
+            watcher = threading.Thread(target=_wait_gone, args=(group, self._line_time, self.latencies), daemon=True)
+            watcher.start()
+            self._watchers.append(watcher)
+
+        writer = SpanWriter(self.recorder, source=" ".join(self.command), harness=harness, on_stop=on_stop,
+                            links=self.links)
+        return reader, writer
+
+    def _feed(self, reader: StreamReader, writer: SpanWriter, text: str, line_no: int) -> None:
+        if self.stop is not None:
+            return  # the turn is over: what a dying harness still prints is passed through, not recorded
+        for event in reader.feed(text, line_no, time.time_ns()):
+            writer.handle(event)
+
+
+def run_harness(
+    command: Sequence[str],
+    recorder: AgentRecorder,
+    *,
+    harness: str = "auto",
+    retries: int = 0,
+    log_path: Path | None = None,
+    grace_s: float = 3.0,
+    strict: bool = False,
+    out: IO[bytes] | None = None,
+) -> RunResult:
+    """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
+
+    Must be called from the main thread (it installs SIGINT and SIGTERM handlers for the run and
+    restores the previous ones). Blocks until every attempt has ended.
+    """
+    out = out if out is not None else sys.stdout.buffer
+    result = RunResult(exit_code=0)
+    group_holder: list[_Group] = []
+    interrupted: list[int] = []
+
+    def forward(signo: int, frame: FrameType | None) -> None:
+        interrupted.append(signo)
+        if group_holder:
+            group_holder[0].send(signo)
+
+    previous = {signo: signal.signal(signo, forward) for signo in (signal.SIGINT, signal.SIGTERM)}
+    log = log_path.open("ab") if log_path is not None else None
+    links: list[Link] = []
+    try:
+        for _attempt in range(retries + 1):
+            attempt = _Attempt(command, recorder, harness=harness, strict=strict, log=log, out=out,
+                               grace_s=grace_s, links=links)
+            code, outcomes = attempt.run(group_holder)
+            result.outcomes.extend(outcomes)
+            result.stop_latencies_s.extend(attempt.latencies)
+            if attempt.stop is None or interrupted:
+                result.exit_code = code if attempt.stop is None else EXIT_STOPPED
+                if attempt.stop is not None:
+                    result.stops.append(attempt.stop)
+                break
+            result.stops.append(attempt.stop)
+            result.exit_code = EXIT_STOPPED
+            print(_stop_line(attempt.stop), file=sys.stderr, flush=True)
+            links = [Link(SpanContext(attempt.stop.trace_id, attempt.stop.span_id, is_remote=False,
+                                      trace_flags=TraceFlags(TraceFlags.SAMPLED)))]
+    finally:
+        for signo, handler in previous.items():
+            signal.signal(signo, handler)
+        if log is not None:
+            log.close()
+    return result
+
+
+def _stop_line(stop: StopSignal) -> str:
+    cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}"
