@@ -8,6 +8,8 @@ out in the order they start, by base name (``/usr/bin/python3.11`` is ``python``
 
 Contract: never raises. Text a shell would reject (an unterminated quote, a stray ``)``) still
 yields the programs that can be read from it. Nesting deeper than ``_MAX_DEPTH`` is not followed.
+Not read as commands: a here-document fed to a shell (``sh <<EOF``), what ``ssh host cmd`` runs
+remotely, and the body of a function where the function is called.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from otel_toolchain.calls import ToolCall
     from otel_toolchain.turn import Turn
 
-__all__ = ["CLASSES", "Classifier", "Classify", "ClassifyConfig", "Rule", "classify"]
+__all__ = ["CLASSES", "PRECEDENCE", "Classifier", "Classify", "ClassifyConfig", "Rule", "classify", "shell_command"]
 
 PRECEDENCE: Final[tuple[ToolClass, ...]] = ("network", "write", "build", "agent", "mcp", "exec", "other", "read")
 _RANK: Final = {cls: -index for index, cls in enumerate(PRECEDENCE)}
