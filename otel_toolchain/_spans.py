@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -26,7 +27,21 @@ class Role(enum.Enum):
     OTHER = "other"
 
 
-def role_of(name: str, attributes: Attributes) -> Role:
+def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes as a plain mapping, for fast repeated lookups.
+
+    The SDK hands out a read-only proxy whose ``get`` of a missing key goes through an exception;
+    a tool call's hot path makes a dozen such lookups, so the plain dict behind the proxy is read
+    when it is there (SDK 1.x: ``BoundedAttributes._dict``). Reads only: no lock is needed under
+    the GIL, and a write racing with a read is the instrumentation's own race either way.
+    """
+    inner = getattr(getattr(span, "_attributes", None), "_dict", None)
+    if isinstance(inner, dict):
+        return inner
+    return span.attributes or {}
+
+
+def role_of(name: str, attributes: Mapping[str, Any] | Attributes) -> Role:
     """What a span is, from its name and attributes as they are now."""
     attrs = attributes or {}
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
@@ -45,7 +60,7 @@ def _text(value: Any) -> str | None:
 
 def tool_call_from(span: ReadableSpan, *, end_ns: int | None = None) -> ToolCall:
     """The ToolCall a tool span describes; content offered by the recorder takes precedence."""
-    attrs = span.attributes or {}
+    attrs = attributes_of(span)
     context = span.get_span_context()
     span_id = context.span_id if context is not None else 0
     offered = take(span_id)

@@ -18,7 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_toolchain import semconv
 from otel_toolchain._identity import Canonicaliser, Digester
-from otel_toolchain._spans import Role, retry_from, role_of, tool_call_from
+from otel_toolchain._spans import Role, attributes_of, retry_from, role_of, tool_call_from
 from otel_toolchain._telemetry import ChainInstruments, make_telemetry
 from otel_toolchain.plugin import Telemetry, ToolPlugin
 from otel_toolchain.signals import NudgeSignal, StopSignal, TurnReport
@@ -155,7 +155,7 @@ class Toolchain(SpanProcessor, TurnSink):
     def _start(self, span: Span) -> None:
         context = span.get_span_context()
         key = (context.trace_id, context.span_id)
-        role = role_of(span.name, span.attributes)
+        role = role_of(span.name, attributes_of(span))
         parent = span.parent
         evicted = 0
         with self._lock:
@@ -214,7 +214,7 @@ class Toolchain(SpanProcessor, TurnSink):
             live = self._live.pop(key, None)
         if live is None:
             return
-        role = live.role if live.role is not Role.OTHER else role_of(span.name, span.attributes)
+        role = live.role if live.role is not Role.OTHER else role_of(span.name, attributes_of(span))
         if role is Role.TOOL and not live.done:
             live.done = True
             self._run_tool(live.turn, tool_call_from(span))

@@ -119,7 +119,8 @@ def test_the_cli_forwards_sigterm_and_exports_the_turn(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, err
     spans = (tmp_path / "traces.jsonl").read_text()
-    assert '"name":"invoke_agent claude-code"' in spans and "interrupted" in spans
+    turn = next(line for line in spans.splitlines() if '"name":"invoke_agent claude-code"' in line)
+    assert '"status":{"message":"harness_error","code":2}' in turn  # closed as failed, and exported
 
 
 def test_cli_run_exit_code_and_stop_line(tmp_path: Path) -> None:

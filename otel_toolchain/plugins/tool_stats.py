@@ -41,6 +41,9 @@ class ToolStatsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     flush_every: int = Field(default=256, ge=1, description="Calls between metric flushes within a turn.")
+    duration_histogram: bool = Field(
+        default=True, description="Record otel_toolchain.tool.duration (the costliest metric: turn it off when "
+        "the Collector's span_metrics connector computes durations from the spans).")
 
 
 class _Stats:
@@ -61,12 +64,14 @@ class ToolStats(ToolPlugin):
     name: ClassVar[str] = "tool_stats"
     Config: ClassVar[type[BaseModel]] = ToolStatsConfig
 
-    def __init__(self, flush_every: int = 256) -> None:
-        self.flush_every = ToolStatsConfig(flush_every=flush_every).flush_every
+    def __init__(self, flush_every: int = 256, duration_histogram: bool = True) -> None:
+        settings = ToolStatsConfig(flush_every=flush_every, duration_histogram=duration_histogram)
+        self.flush_every = settings.flush_every
+        self.duration_histogram = settings.duration_histogram
         self.setup(Telemetry.disabled())
 
     def describe(self) -> dict[str, Any]:
-        return {"flush_every": self.flush_every}
+        return {"flush_every": self.flush_every, "duration_histogram": self.duration_histogram}
 
     def setup(self, telemetry: Telemetry) -> None:
         meter = telemetry.meter
@@ -135,6 +140,8 @@ class ToolStats(ToolPlugin):
         groups: dict[tuple[str, str, bool], int] = {}
         for tool, cls, failed, seconds, trace_id, span_id in stats.pending:
             groups[(tool, cls, failed)] = groups.get((tool, cls, failed), 0) + 1
+            if not self.duration_histogram:
+                continue
             context = trace.set_span_in_context(trace.NonRecordingSpan(_span_context(trace_id, span_id)))
             self._duration.record(seconds, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls}, context=context)
         for (tool, cls, failed), count in groups.items():

@@ -107,3 +107,12 @@ def test_long_turns_flush_metrics_while_running(capture: Capture) -> None:
     assert capture.metrics()[semconv.METRIC_TOOL_CALLS][0]["value"] == 20  # two flushes, turn still open
     turn.end()
     assert capture.metrics()[semconv.METRIC_TOOL_CALLS][0]["value"] == 25
+
+
+def test_the_duration_histogram_can_be_turned_off(capture: Capture) -> None:
+    chain = capture.install(Toolchain([ToolStats(duration_histogram=False)], strict=True))
+    with AgentRecorder(capture.tracer_provider, toolchain=chain).turn("a") as turn:
+        turn.tool_call("Read", start_ns=0, end_ns=5 * MS)
+    metrics = capture.metrics()
+    assert semconv.METRIC_TOOL_DURATION not in metrics
+    assert metrics[semconv.METRIC_TOOL_CALLS][0]["value"] == 1
