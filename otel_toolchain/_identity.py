@@ -21,35 +21,36 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-class Canonicaliser:
-    """Turns raw argument strings into canonical JSON, caching the strings it has seen.
+_NOT_JSON = object()
 
-    Agents repeat themselves, so most lookups hit the cache. Safe to share between threads: a
-    lost cache entry only costs a recomputation.
+
+class Canonicaliser:
+    """Parses raw argument strings, caching the strings it has seen.
+
+    Agents repeat themselves, so most lookups hit the cache. Parsed values are shared between
+    calls with the same text: treat them as read-only. Safe to share between threads: a lost
+    cache entry only costs a recomputation.
     """
 
     __slots__ = ("_cache",)
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[str, Any]] = {}
+        self._cache: dict[str, Any] = {}
 
-    def parse(self, raw: str | None) -> tuple[str, Any]:
-        """Return (canonical text, parsed value); text that is not JSON stays as it is, parsed None."""
+    def parse(self, raw: str | None) -> Any:
+        """The parsed value of ``raw``, or None when it is absent or not JSON."""
         if raw is None:
-            return "", None
-        hit = self._cache.get(raw)
-        if hit is not None:
-            return hit
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            entry: tuple[str, Any] = (raw, None)
-        else:
-            entry = (canonical_json(parsed), parsed)
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[raw] = entry
-        return entry
+            return None
+        parsed = self._cache.get(raw, _NOT_JSON)
+        if parsed is _NOT_JSON:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[raw] = parsed
+        return parsed
 
 
 class Digester:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otel_toolchain import semconv
-from otel_toolchain._identity import Canonicaliser, Digester
+from otel_toolchain._identity import Canonicaliser, Digester, canonical_json
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -43,23 +43,34 @@ class ToolCall:
     """The live tool span while plugins run before it ends; None when it has already ended."""
     digester: Digester | None = field(default=None, repr=False)
     canonicaliser: Canonicaliser = field(default=_DEFAULT_CANONICALISER, repr=False)
-    _parsed: tuple[str, Any] | None = field(default=None, repr=False)
+    _parsed: Any = field(default=None, repr=False)
+    _is_parsed: bool = field(default=False, repr=False)
     _digest: str | None = field(default=None, repr=False)
 
     @property
     def arguments(self) -> str:
         """The arguments as canonical JSON (sorted keys), or as given when they are not JSON."""
-        return self._parse()[0]
+        parsed = self.parsed_arguments
+        return canonical_json(parsed) if parsed is not None else (self.raw_arguments or "")
 
     @property
     def parsed_arguments(self) -> Any:
-        """The arguments as a Python value, or None when they are absent or not JSON."""
-        return self._parse()[1]
+        """The arguments as a Python value, or None when they are absent or not JSON (read-only)."""
+        if not self._is_parsed:
+            self._parsed = self.canonicaliser.parse(self.raw_arguments)
+            self._is_parsed = True
+        return self._parsed
 
     @property
-    def identity(self) -> tuple[str, str, str, str, bool]:
-        """What makes two calls the same: tool, arguments, working directory, result and failure."""
-        return (self.tool, self.arguments, self.cwd or "", self.result or "", self.failed)
+    def identity(self) -> tuple[str, Any, str, str, bool]:
+        """What makes two calls the same: tool, arguments, working directory, result and failure.
+
+        Arguments compare as parsed JSON, so key order does not matter (dicts compare by content)
+        and no canonical text has to be written on the hot path; text that is not JSON compares as is.
+        """
+        parsed = self.parsed_arguments
+        return (self.tool, parsed if parsed is not None else self.raw_arguments or "", self.cwd or "",
+                self.result or "", self.failed)
 
     @property
     def duration_ms(self) -> int:
@@ -71,8 +82,8 @@ class ToolCall:
         """Keyed digest of the call's identity: tool, arguments, working directory, result, failure."""
         if self._digest is None:
             digester = self.digester or Digester(b"otel_toolchain-unkeyed")
-            tool, arguments, cwd, result, failed = self.identity
-            self._digest = digester.digest(tool, arguments, cwd, result, "1" if failed else "0")
+            self._digest = digester.digest(self.tool, self.arguments, self.cwd or "", self.result or "",
+                                           "1" if self.failed else "0")
         return self._digest
 
     def tag(self, key: str, value: str) -> None:
@@ -81,10 +92,6 @@ class ToolCall:
         if self.span is not None and self.span.is_recording():
             self.span.set_attribute(semconv.TOOL_TAG_PREFIX + key, value)
 
-    def _parse(self) -> tuple[str, Any]:
-        if self._parsed is None:
-            self._parsed = self.canonicaliser.parse(self.raw_arguments)
-        return self._parsed
 
 
 @dataclass(frozen=True, slots=True)

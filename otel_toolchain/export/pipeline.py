@@ -86,6 +86,15 @@ class Pipeline:
     destination: str
     output_dir: Path | None = None
     _dropped: dict[str, int] = field(default_factory=lambda: {"traces": 0, "metrics": 0, "logs": 0})
+    _prometheus_server: Any = None
+
+    @property
+    def prometheus_address(self) -> tuple[str, int] | None:
+        """Where the Prometheus pull endpoint listens, if there is one."""
+        if self._prometheus_server is None:
+            return None
+        host, port = self._prometheus_server.server_address[:2]
+        return str(host), int(port)
 
     @property
     def dropped(self) -> dict[str, int]:
@@ -99,6 +108,9 @@ class Pipeline:
                 provider.shutdown()
             except Exception:  # noqa: BLE001 (a dead Collector or a full disk must not turn into a crash at exit)
                 continue
+        if self._prometheus_server is not None:
+            self._prometheus_server.shutdown()
+            self._prometheus_server.server_close()
 
 
 class _Dropped:
@@ -211,15 +223,16 @@ def _otlp_exporters(settings: ExportSettings, environ: Mapping[str, str], protoc
             HttpLog(endpoint=http_url("logs"), headers=headers))
 
 
-def _prometheus_reader(port: int) -> MetricReader:
+def _prometheus_reader(port: int) -> tuple[MetricReader, Any]:
+    """A pull reader and its HTTP server on 127.0.0.1 (port 0: any free port)."""
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader  # noqa: PLC0415
         from prometheus_client import start_http_server  # noqa: PLC0415
     except ImportError as exc:
         raise ToolchainError("prometheus_port needs the extra: pip install 'otel-toolchain[prometheus]'") from exc
-    start_http_server(port, addr="127.0.0.1")
+    server, _thread = start_http_server(port, addr="127.0.0.1")
     reader: MetricReader = PrometheusMetricReader()
-    return reader
+    return reader, server
 
 
 def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str, str] | None = None) -> Pipeline:
@@ -241,8 +254,10 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
         logs = JsonLinesLogExporter(output_dir / "logs.jsonl")
         destination = f"OTLP JSON lines in {output_dir}"
     readers: list[MetricReader] = [_metric_reader(metrics, settings, dropped["metrics"])]
+    prometheus_server = None
     if settings.prometheus_port is not None:
-        readers.append(_prometheus_reader(settings.prometheus_port))
+        reader, prometheus_server = _prometheus_reader(settings.prometheus_port)
+        readers.append(reader)
     meter_provider = MeterProvider(metric_readers=readers, resource=resource)
     counter = meter_provider.get_meter("otel_toolchain").create_counter(
         semconv.METRIC_EXPORT_DROPPED, unit="{item}", description="Telemetry an exporter failed to deliver."
@@ -256,7 +271,8 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     logger_provider = LoggerProvider(resource=resource)
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(
         _CountingLogExporter(logs, dropped["logs"]), max_queue_size=settings.max_queue_size))
-    return Pipeline(tracer_provider, meter_provider, logger_provider, destination, output_dir, counts)
+    return Pipeline(tracer_provider, meter_provider, logger_provider, destination, output_dir, counts,
+                    prometheus_server)
 
 
 def _metric_reader(exporter: MetricExporter, settings: ExportSettings, dropped: _Dropped) -> MetricReader:

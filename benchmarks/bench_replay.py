@@ -1,0 +1,106 @@
+"""Replay throughput with the default chain, as a ratio to parsing the same lines into the same spans without it.
+
+Both sides read the real recorded Claude Code runs in ../shared/streams/real (and the four samples)
+with the same stream readers and build the same spans through the same recorder and a
+BatchSpanProcessor with an exporter that drops; only the chain differs. Rounds alternate and the
+ratio is the median of per-round ratios. Also: stop latency of ``otel-toolchain run``, from the
+arrival of the line that completes a cycle to the harness's process group being gone.
+Run: ``python benchmarks/bench_replay.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from otel_toolchain.manifest import Manifest
+from otel_toolchain.recorder import AgentRecorder
+from otel_toolchain.replaying import replay_lines
+from otel_toolchain.running import run_harness
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "streams"
+FAKE = REPO / "tests" / "fixtures" / "fake_claude.py"
+
+
+class DropExporter(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def corpus() -> list[tuple[str, list[str]]]:
+    files = sorted((SHARED / "real" / "claude-code").glob("*.jsonl")) + sorted((SHARED / "samples").glob("*.jsonl"))
+    return [(str(path), path.read_text(encoding="utf-8").splitlines(keepends=True)) for path in files]
+
+
+def make_recorder(with_chain: bool) -> AgentRecorder:
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DropExporter(), max_queue_size=100_000))
+    chain = None
+    if with_chain:
+        chain = Manifest.default().toolchain()
+        chain.install(provider, MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    return AgentRecorder(provider, toolchain=chain)
+
+
+def replay_all(recorder: AgentRecorder, files: list[tuple[str, list[str]]]) -> tuple[float, int]:
+    start = time.perf_counter()
+    calls = 0
+    for source, lines in files:
+        calls += sum(o.calls for o in replay_lines(lines, recorder, source=source))
+    return time.perf_counter() - start, calls
+
+
+def throughput(rounds: int) -> dict[str, float]:
+    files = corpus()
+    bare, chained = make_recorder(False), make_recorder(True)
+    replay_all(bare, files)
+    replay_all(chained, files)
+    ratios, bare_rates, chain_rates = [], [], []
+    for round_no in range(rounds):
+        order = (bare, chained) if round_no % 2 else (chained, bare)
+        timings = {id(r): replay_all(r, files) for r in order}
+        (b, calls), (c, _) = timings[id(bare)], timings[id(chained)]
+        ratios.append(c / b)
+        bare_rates.append(calls / b)
+        chain_rates.append(calls / c)
+    return {"files": len(files), "calls_per_replay": calls,
+            "no_chain_calls_per_s": round(statistics.median(bare_rates)),
+            "default_chain_calls_per_s": round(statistics.median(chain_rates)),
+            "ratio": round(statistics.median(ratios), 3)}
+
+
+def stop_latency(runs: int) -> dict[str, float]:
+    latencies = []
+    for _ in range(runs):
+        recorder = make_recorder(True)
+        result = run_harness([sys.executable, str(FAKE), "wedge"], recorder, out=io.BytesIO(), grace_s=2.0)
+        latencies.extend(result.stop_latencies_s)
+    latencies.sort()
+    return {"runs": runs, "median_ms": round(statistics.median(latencies) * 1000, 1),
+            "p90_ms": round(latencies[int(0.9 * (len(latencies) - 1))] * 1000, 1),
+            "max_ms": round(latencies[-1] * 1000, 1)}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--stop-runs", type=int, default=10)
+    args = parser.parse_args(argv)
+    print(json.dumps({"replay": throughput(args.rounds)}))
+    print(json.dumps({"stop_latency": stop_latency(args.stop_runs)}))
+
+
+if __name__ == "__main__":
+    main()
