@@ -30,8 +30,6 @@ from otel_toolchain.streams.events import (
 
 __all__ = ["SpanWriter", "TurnOutcome"]
 
-HARNESS: str = "otel_toolchain.harness"
-
 
 @dataclass
 class TurnOutcome:
@@ -116,7 +114,7 @@ class SpanWriter:
 
     # -- turns ----------------------------------------------------------------------------------------
     def _start_turn(self, session_id: str | None, model: str | None, time_ns: int) -> TurnRecording:
-        attributes = {HARNESS: self.harness}
+        attributes = {semconv.HARNESS: self.harness}
         self._turn = self._recorder.start_turn(
             self.harness, conversation_id=session_id, model=model, start_ns=time_ns or None, attributes=attributes,
             links=self._links,
@@ -145,7 +143,7 @@ class SpanWriter:
                 attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] = event.usage.input_tokens
                 attributes[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = event.usage.output_tokens
             if event.model:
-                attributes["gen_ai.response.model"] = event.model
+                attributes[semconv.GEN_AI_RESPONSE_MODEL] = event.model
         failed = event.is_error if event is not None else True
         turn.end(event.time_ns if event and event.time_ns else None, failed=failed,
                  error_type="harness_error" if event is not None else "interrupted", attributes=attributes)

@@ -19,7 +19,7 @@ from otel_toolchain.export.pipeline import Pipeline, build_pipeline
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.registry import available_plugins
-from otel_toolchain.replaying import _Progress, format_outcome, replay_path
+from otel_toolchain.replaying import Progress, format_outcome, replay_path
 from otel_toolchain.running import run_harness
 from otel_toolchain.show import render_turns, turns_from_otlp_file
 from otel_toolchain.streams.replay import HARNESSES
@@ -60,7 +60,7 @@ def finish_telemetry(pipeline: Pipeline) -> None:
 def _replay(args: argparse.Namespace) -> int:
     manifest = _load_manifest(args.manifest)
     pipeline, _chain, recorder = start_telemetry(manifest)
-    progress = _Progress.maybe(args.files, sys.stderr)
+    progress = Progress.maybe(args.files, sys.stderr)
     code = EXIT_OK
     try:
         for path in args.files:

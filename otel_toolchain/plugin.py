@@ -8,7 +8,7 @@ in manifest order, guarded, after the plugins before it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from opentelemetry._logs import Logger, NoOpLogger
 from opentelemetry.metrics import Meter, NoOpMeter
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NoConfig", "Telemetry", "ToolPlugin"]
 
-_T = TypeVar("_T")
 
 
 class NoConfig(BaseModel):
@@ -65,7 +64,11 @@ class ToolPlugin(SpanProcessor):
     _solo: Toolchain | None = None
 
     def setup(self, telemetry: Telemetry) -> None:
-        """Create instruments. Called once, when the chain is installed, before any span."""
+        """Create instruments on ``telemetry``.
+
+        Called when the chain is built (with telemetry that records nothing) and again by
+        ``Toolchain.install`` with the real providers, before any span: the last call wins.
+        """
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
         """A tool call finished. Its span is still live when ``call.span`` is set."""
@@ -75,10 +78,6 @@ class ToolPlugin(SpanProcessor):
 
     def on_turn_end(self, turn: Turn) -> None:
         """The turn ended: report with ``turn.report``; per-turn state is freed after this."""
-
-    def state(self, turn: Turn, factory: type[_T]) -> _T:
-        """This plugin's state for ``turn``, made by ``factory()`` on first use."""
-        return turn.state_of(self, factory)
 
     def describe(self) -> dict[str, Any]:
         """The plugin's settings, as ``otel-toolchain check`` prints them."""

@@ -14,7 +14,7 @@ from otel_toolchain.errors import StreamError
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.streams import detect_harness, read_stream
 
-__all__ = ["format_outcome", "replay_lines", "replay_path"]
+__all__ = ["Progress", "format_outcome", "replay_lines", "replay_path"]
 
 _DETECT_LINES = 5
 
@@ -42,7 +42,7 @@ def replay_lines(lines: Iterable[str], recorder: AgentRecorder, *, source: str, 
     return writer.close()
 
 
-def _lines(stream: IO[str], progress: _Progress | None) -> Iterator[str]:
+def _lines(stream: IO[str], progress: Progress | None) -> Iterator[str]:
     for line in stream:
         if progress is not None:
             progress.advance(len(line))
@@ -50,7 +50,7 @@ def _lines(stream: IO[str], progress: _Progress | None) -> Iterator[str]:
 
 
 def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", strict: bool = False,
-                progress: _Progress | None = None) -> list[TurnOutcome]:
+                progress: Progress | None = None) -> list[TurnOutcome]:
     """Replay the file at ``path`` (``-``: standard input)."""
     if path == "-":
         return replay_lines(_lines(sys.stdin, progress), recorder, source="-", harness=harness, strict=strict)
@@ -61,7 +61,7 @@ def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", st
         raise StreamError(f"cannot read: {exc.strerror or exc}", source=path) from exc
 
 
-class _Progress:
+class Progress:
     """A one-line progress bar on a terminal's standard error; silent elsewhere."""
 
     def __init__(self, paths: list[str], out: IO[str]) -> None:
@@ -73,7 +73,7 @@ class _Progress:
         self._last = 0.0
 
     @classmethod
-    def maybe(cls, paths: list[str], out: IO[str]) -> _Progress | None:
+    def maybe(cls, paths: list[str], out: IO[str]) -> Progress | None:
         if not out.isatty():
             return None
         progress = cls(paths, out)

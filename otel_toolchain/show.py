@@ -88,15 +88,11 @@ def turns_from_otlp_file(path: Path) -> list[RenderedTurn]:
         parent = by_id.get(span.get("parentSpanId", ""))
         if parent is not None and _attributes(parent).get(semconv.GEN_AI_OPERATION_NAME) == "invoke_agent":
             continue  # a sub-agent is shown inside its turn
-        stop = next((_event_attributes(e) for e in span.get("events", []) if e.get("name") == semconv.STOP_EVENT),
+        stop = next((_attributes(e) for e in span.get("events", []) if e.get("name") == semconv.STOP_EVENT),
                     None)
         turns.append(RenderedTurn(span.get("name", "turn"), attrs.get(semconv.GEN_AI_CONVERSATION_ID),
                                   calls_under(span["spanId"]), stop, span.get("traceId", "")))
     return turns
-
-
-def _event_attributes(event: dict[str, Any]) -> dict[str, Any]:
-    return _attributes(event)
 
 
 def _count(calls: Iterable[_Call]) -> tuple[int, int]:
