@@ -18,8 +18,18 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_toolchain import semconv
 from otel_toolchain._identity import Canonicaliser, Digester
-from otel_toolchain._spans import Role, attributes_of, retry_from, role_of, tool_call_from
+from otel_toolchain._spans import (
+    Role,
+    ToolRead,
+    attributes_of,
+    failure_of,
+    is_decided,
+    read_tool_call,
+    retries_from,
+    role_of,
+)
 from otel_toolchain._telemetry import ChainInstruments, make_telemetry
+from otel_toolchain.integrations._capture import ContentNotes
 from otel_toolchain.plugin import Telemetry, ToolPlugin
 from otel_toolchain.signals import NudgeSignal, StopSignal, TurnReport
 from otel_toolchain.turn import Turn, TurnSink
@@ -29,8 +39,9 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-    from otel_toolchain.calls import ToolCall
+    from otel_toolchain.calls import Retry
 
 __all__ = ["Toolchain"]
 
@@ -43,18 +54,26 @@ _T = TypeVar("_T")
 class _Live:
     """What the chain remembers of a span between its start and its end."""
 
-    __slots__ = ("done", "role", "turn")
+    __slots__ = ("child_failure", "done", "key", "parent", "role", "span", "turn")
 
-    def __init__(self, turn: Turn, role: Role) -> None:
+    def __init__(self, turn: Turn, role: Role, span: Span, key: tuple[int, int],
+                 parent: tuple[int, int] | None) -> None:
         self.turn = turn
         self.role = role
+        self.span = span
+        self.key = key
+        self.parent = parent
         self.done = False
+        self.child_failure: str | None = None
+        """The error type of a direct child that failed (Claude Code fails the child, not the tool)."""
 
 
 class Toolchain(SpanProcessor, TurnSink):
     """An OTel ``SpanProcessor`` that runs tool plugins over the tool calls of each turn.
 
-    A turn is the outermost ``invoke_agent`` span above a tool span, else the trace's root span.
+    A turn is the outermost agent span above a tool span (``invoke_agent``, OpenInference AGENT,
+    Traceloop agent/workflow, ``claude_code.interaction``: see ``_spans``), else the trace's root
+    span. Spans that say what they are only before they end (kind included) are read again then.
     Per-turn state is keyed by (trace id, turn span id), guarded by locks, freed when the turn span
     ends, and bounded: beyond ``max_open_turns`` the oldest open turn is evicted and counted.
 
@@ -85,6 +104,7 @@ class Toolchain(SpanProcessor, TurnSink):
         self._nudge_listeners: list[Callable[[NudgeSignal], object]] = []
         self._report_listeners: list[Callable[[TurnReport], object]] = []
         self._logged: set[str] = set()
+        self._content_notes = ContentNotes()
         self.telemetry = Telemetry.disabled()
         self._instruments = ChainInstruments(self.telemetry.meter, self.plugins)
         self.evicted = 0
@@ -132,6 +152,15 @@ class Toolchain(SpanProcessor, TurnSink):
         with self._lock:
             return list(self._turns.values())
 
+    def turn_key_of(self, trace_id: int, span_id: int) -> tuple[int, int]:
+        """The (trace id, span id) of the turn an open span belongs to; any other span is taken as a turn.
+
+        With :meth:`stop_signal`, this tells code running inside a span whether its turn was stopped.
+        """
+        with self._lock:
+            live = self._live.get((trace_id, span_id))
+        return self._turn_of(live).key if live is not None else (trace_id, span_id)
+
     def live_spans(self) -> int:
         """How many spans the chain is tracking (0 once every span has ended)."""
         with self._lock:
@@ -155,21 +184,26 @@ class Toolchain(SpanProcessor, TurnSink):
     def _start(self, span: Span) -> None:
         context = span.get_span_context()
         key = (context.trace_id, context.span_id)
-        role = role_of(span.name, attributes_of(span))
+        attrs = attributes_of(span)
+        role = role_of(span.name, attrs)
         parent = span.parent
+        parent_key = (parent.trace_id, parent.span_id) if parent is not None else None
         evicted = 0
         with self._lock:
-            owner = self._live.get((parent.trace_id, parent.span_id)) if parent is not None else None
+            owner = self._live.get(parent_key) if parent_key is not None else None
             turn = owner.turn if owner is not None else None
             if turn is None or (role is Role.TURN and not turn.is_agent):
                 turn = self._open_turn(span, key, is_agent=role is Role.TURN)
                 evicted = self._evict_over_limit()
-            live = self._live[key] = _Live(turn, role)
+            live = self._live[key] = _Live(turn, role, span, key, parent_key)
+        self._count_evicted(evicted)
+        if role is Role.TOOL or (role is Role.OTHER and not is_decided(attrs)):
+            self._wrap_end(span, live)
+
+    def _count_evicted(self, evicted: int) -> None:
         if evicted:
             self.evicted += evicted
             self._instruments.turns_evicted.add(evicted)
-        if role is Role.TOOL:
-            self._wrap_end(span, live)
 
     def _open_turn(self, span: Span, key: tuple[int, int], *, is_agent: bool) -> Turn:
         attrs = span.attributes or {}
@@ -200,10 +234,40 @@ class Toolchain(SpanProcessor, TurnSink):
     def _tool_ending(self, span: Span, live: _Live, end_time: int | None) -> None:
         if live.done or not span.is_recording():
             return
+        if live.role is not Role.TOOL:  # it said nothing at start; it may say it is a tool by now
+            if role_of(span.name, attributes_of(span)) is not Role.TOOL:
+                return
+            live.role = Role.TOOL
         live.done = True
-        call = tool_call_from(span, end_ns=end_time)
-        call.span = span
-        self._run_tool(live.turn, call)
+        read = read_tool_call(span, end_ns=end_time, child_failure=live.child_failure)
+        read.call.span = span
+        self._run_tool(self._turn_of(live), read, span.instrumentation_scope)
+
+    def _turn_of(self, live: _Live) -> Turn:
+        """The turn of a span: its outermost ancestor that says by now that it is a turn.
+
+        Some instrumentations mark the agent span just after starting it (Traceloop); the first
+        tool below it finds the mark here, and that ancestor becomes the turn from then on.
+        """
+        if live.turn.is_agent:
+            return live.turn
+        evicted = 0
+        with self._lock:
+            outer, parent = None, live.parent
+            while parent is not None and (node := self._live.get(parent)) is not None:
+                if role_of(node.span.name, attributes_of(node.span)) is Role.TURN:
+                    outer = node
+                parent = node.parent
+            if outer is None:
+                return live.turn
+            if outer.turn.key != outer.key:
+                outer.turn = self._open_turn(outer.span, outer.key, is_agent=True)
+                evicted = self._evict_over_limit()
+            else:
+                _mark_agent(outer.turn, attributes_of(outer.span))
+            turn = outer.turn
+        self._count_evicted(evicted)
+        return turn
 
     def _end(self, span: ReadableSpan) -> None:
         context = span.get_span_context()
@@ -212,19 +276,31 @@ class Toolchain(SpanProcessor, TurnSink):
         key = (context.trace_id, context.span_id)
         with self._lock:
             live = self._live.pop(key, None)
+            parent = self._live.get(live.parent) if live is not None and live.parent is not None else None
         if live is None:
             return
         role = live.role if live.role is not Role.OTHER else role_of(span.name, attributes_of(span))
-        if role is Role.TOOL and not live.done:
-            live.done = True
-            self._run_tool(live.turn, tool_call_from(span))
-        elif role is Role.RETRY:
-            self._run_retry(live.turn, span)
+        if role is Role.TOOL:
+            if not live.done:
+                live.done = True
+                read = read_tool_call(span, child_failure=live.child_failure)
+                self._run_tool(self._turn_of(live), read, span.instrumentation_scope)
+        else:
+            if parent is not None and role is not Role.TURN and parent.child_failure is None:
+                parent.child_failure = failure_of(span)
+            retries = retries_from(span)
+            if retries:
+                self._run_retries(self._turn_of(live), retries)
         if live.turn.key == key:
+            if role is Role.TURN:  # marked late (OpenInference marks at end): say so in the report
+                _mark_agent(live.turn, attributes_of(span))
             self._close_turn(live.turn)
 
     # -- running plugins ------------------------------------------------------------------------------
-    def _run_tool(self, turn: Turn, call: ToolCall) -> None:
+    def _run_tool(self, turn: Turn, read: ToolRead, scope: InstrumentationScope | None) -> None:
+        call = read.call
+        if not read.has_content:
+            self._content_notes.missing(turn, scope.name if scope is not None else "", call.span_id)
         call.digester = self.digester
         call.canonicaliser = self._canonicaliser
         call.trace_id, call.span_id = call.trace_id or turn.trace_id, call.span_id
@@ -234,12 +310,12 @@ class Toolchain(SpanProcessor, TurnSink):
             for plugin in self.plugins:
                 self._guarded(plugin.name, "on_tool", plugin.on_tool, call, turn)
 
-    def _run_retry(self, turn: Turn, span: ReadableSpan) -> None:
-        retry = retry_from(span)
+    def _run_retries(self, turn: Turn, retries: list[Retry]) -> None:
         with turn.lock:
-            turn.retries += 1
-            for plugin in self.plugins:
-                self._guarded(plugin.name, "on_retry", plugin.on_retry, retry, turn)
+            for retry in retries:
+                turn.retries += 1
+                for plugin in self.plugins:
+                    self._guarded(plugin.name, "on_retry", plugin.on_retry, retry, turn)
 
     def _close_turn(self, turn: Turn) -> None:
         with self._lock:
@@ -306,6 +382,14 @@ class Toolchain(SpanProcessor, TurnSink):
                 self._logged.add(name)
                 _log.exception("otel_toolchain plugin %r raised in %s; it keeps running, errors are counted",
                                name, hook)
+
+
+def _mark_agent(turn: Turn, attrs: Any) -> None:
+    """A turn found to be an agent's after it opened (its mark came late)."""
+    turn.is_agent = True
+    if turn.agent is None:
+        agent = attrs.get(semconv.GEN_AI_AGENT_NAME) or attrs.get("agent.name")
+        turn.agent = str(agent) if agent else None
 
 
 def _stop_event_attributes(signal: StopSignal) -> dict[str, Any]:
