@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from otel_toolchain.analyzing import register as register_analyze
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import StreamError, ToolchainError
 from otel_toolchain.export.pipeline import Pipeline, build_pipeline
@@ -172,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", help="traces.jsonl, or the folder the embedded default writes to")
     show.add_argument("--max-calls", type=int, default=40, help="calls shown per turn before eliding")
     show.set_defaults(handler=_show)
+
+    register_analyze(commands)
     return parser
 
 

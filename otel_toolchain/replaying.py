@@ -1,7 +1,14 @@
-"""Replay recorded runs: each file (or standard input) is one run, turned into spans under the chain."""
+"""Replay recorded runs: each file (or standard input) is one run, turned into spans under the chain.
+
+A run is a headless stream or a session-store file (Claude Code, Codex ``.jsonl``/``.jsonl.zst``,
+Pi), told apart by their first lines; an OpenCode database holds one run per session, and a
+folder holds whatever runs are in it (see :func:`otel_toolchain.sessions.runs_in`).
+"""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -12,11 +19,13 @@ from typing import IO, Any
 from otel_toolchain.adapter import SpanWriter, TurnOutcome
 from otel_toolchain.errors import StreamError
 from otel_toolchain.recorder import AgentRecorder
+from otel_toolchain.sessions import MissingExtra, Run, expand, runs_in
 from otel_toolchain.streams import detect_harness, read_stream
 
 __all__ = ["Progress", "format_outcome", "replay_lines", "replay_path"]
 
-_DETECT_LINES = 5
+_DETECT_LINES = 8
+_log = logging.getLogger("otel_toolchain")
 
 
 def replay_lines(lines: Iterable[str], recorder: AgentRecorder, *, source: str, harness: str = "auto",
@@ -33,8 +42,8 @@ def replay_lines(lines: Iterable[str], recorder: AgentRecorder, *, source: str, 
             return []
         detected = detect_harness(head)
         if detected is None:
-            raise StreamError("not a stream of a known harness (claude-code, codex, opencode, pi); "
-                              "name one with --harness", source=source, line_no=1)
+            raise StreamError("not a stream or session-store file of a known harness (claude-code, codex, "
+                              "opencode, pi); name one with --harness", source=source, line_no=1)
         harness, it = detected, chain(head, it)
     writer = SpanWriter(recorder, source=source, harness=harness)
     for event in read_stream(it, harness, strict, source=source):
@@ -51,21 +60,45 @@ def _lines(stream: IO[str], progress: Progress | None) -> Iterator[str]:
 
 def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", strict: bool = False,
                 progress: Progress | None = None) -> list[TurnOutcome]:
-    """Replay the file at ``path`` (``-``: standard input)."""
+    """Replay the file or folder at ``path`` (``-``: standard input); returns every run's turns' outcomes.
+
+    In a folder, a file that is no run of a known harness is logged and passed over (``strict``:
+    raised), so one odd file does not lose the others.
+
+    Raises:
+        StreamError: ``path`` cannot be read, or is a file that is no run of a known harness.
+    """
     if path == "-":
         return replay_lines(_lines(sys.stdin, progress), recorder, source="-", harness=harness, strict=strict)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            return replay_lines(_lines(stream, progress), recorder, source=path, harness=harness, strict=strict)
-    except OSError as exc:
-        raise StreamError(f"cannot read: {exc.strerror or exc}", source=path) from exc
+    folder = Path(path).is_dir()
+    outcomes: list[TurnOutcome] = []
+    for run in runs_in([path], harness=harness, strict=strict):
+        try:
+            outcomes.extend(_replay_run(run, recorder, progress))
+        except (StreamError, MissingExtra, OSError, sqlite3.Error) as exc:
+            if folder and not strict:
+                _log.warning("otel_toolchain: %s: passed over: %s", run.source, exc)
+                continue
+            if isinstance(exc, StreamError):
+                raise
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StreamError(f"cannot read: {detail}", source=run.source) from exc
+    return outcomes
+
+
+def _replay_run(run: Run, recorder: AgentRecorder, progress: Progress | None) -> list[TurnOutcome]:
+    opened = run.open(progress.advance if progress is not None else None)
+    writer = SpanWriter(recorder, source=run.source, harness=opened.harness)
+    for event in opened.events:
+        writer.handle(event)
+    return writer.close()
 
 
 class Progress:
     """A one-line progress bar on a terminal's standard error; silent elsewhere."""
 
     def __init__(self, paths: list[str], out: IO[str]) -> None:
-        self._total = sum(Path(p).stat().st_size for p in paths if p != "-" and Path(p).is_file())
+        self._total = sum(_size(p) for p in expand(p for p in paths if p != "-"))
         self._files = len(paths)
         self._done_bytes = 0
         self._file_no = 0
@@ -95,6 +128,13 @@ class Progress:
     def finish(self) -> None:
         self._out.write("\r" + " " * 70 + "\r")
         self._out.flush()
+
+
+def _size(path: Path) -> int:
+    try:
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+    except OSError:
+        return 0
 
 
 def format_outcome(outcome: TurnOutcome) -> str:

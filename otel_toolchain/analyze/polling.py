@@ -1,0 +1,42 @@
+"""Benign repetition: polls, which repeat by design while what they wait for has not changed yet.
+
+repeat_guard counts a poll that sees the same output as a repeat, and it should: it cannot tell
+waiting from looping. ``analyze`` shows turns whose most repeated cycle is made of polls apart,
+so a user sees what a limit would cost them. A call is a poll when it
+
+- reads a background task's output: Claude Code ``TaskOutput``, ``BashOutput``
+  (``AgentOutputTool`` in old versions);
+- sends nothing to a running process to read what it printed since: Codex ``write_stdin``
+  with empty ``chars``;
+- is a shell command that runs ``sleep`` (read with classify's shell lexer, so ``echo sleep 5``
+  is no poll): ``sleep 30 && tail log``, ``gh run view 1; sleep 10``.
+
+Groups are named by tool and class, the class from :func:`otel_toolchain.plugins.classify.classify`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from otel_toolchain.plugins._shell import parse
+from otel_toolchain.plugins.classify import classify, shell_command
+
+__all__ = ["cycle_key", "is_poll"]
+
+POLL_TOOLS: Final = frozenset({"TaskOutput", "BashOutput", "AgentOutputTool"})
+
+
+def is_poll(tool: str, arguments: Any) -> bool:
+    """Whether a call of ``tool`` with ``arguments`` (parsed JSON, or text) waits on something."""
+    if tool in POLL_TOOLS:
+        return True
+    if tool == "write_stdin":
+        return isinstance(arguments, Mapping) and not arguments.get("chars")
+    command = shell_command(arguments) if isinstance(arguments, Mapping) else None
+    return command is not None and "sleep" in parse(command).programs
+
+
+def cycle_key(calls: Sequence[tuple[str, Any]]) -> str:
+    """A cycle of calls as ``tool (class) -> tool (class)``: how polls are grouped."""
+    return " -> ".join(f"{tool} ({classify(tool, arguments)})" for tool, arguments in calls)
