@@ -11,7 +11,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import Status, StatusCode
@@ -29,6 +29,7 @@ from otel_toolchain._spans import (
     role_of,
 )
 from otel_toolchain._telemetry import ChainInstruments, make_telemetry
+from otel_toolchain._turns import Live, TurnIndex, mark_agent
 from otel_toolchain.integrations._capture import ContentNotes
 from otel_toolchain.plugin import Telemetry, ToolPlugin
 from otel_toolchain.signals import NudgeSignal, StopSignal, TurnReport
@@ -48,32 +49,13 @@ __all__ = ["Toolchain"]
 _log = logging.getLogger("otel_toolchain")
 _CHAIN: Final = "<chain>"
 _RECENT_LIMIT: Final = 1024
-_T = TypeVar("_T")
-
-
-class _Live:
-    """What the chain remembers of a span between its start and its end."""
-
-    __slots__ = ("child_failure", "done", "key", "parent", "role", "span", "turn")
-
-    def __init__(self, turn: Turn, role: Role, span: Span, key: tuple[int, int],
-                 parent: tuple[int, int] | None) -> None:
-        self.turn = turn
-        self.role = role
-        self.span = span
-        self.key = key
-        self.parent = parent
-        self.done = False
-        self.child_failure: str | None = None
-        """The error type of a direct child that failed (Claude Code fails the child, not the tool)."""
 
 
 class Toolchain(SpanProcessor, TurnSink):
     """An OTel ``SpanProcessor`` that runs tool plugins over the tool calls of each turn.
 
-    A turn is the outermost agent span above a tool span (``invoke_agent``, OpenInference AGENT,
-    Traceloop agent/workflow, ``claude_code.interaction``: see ``_spans``), else the trace's root
-    span. Spans that say what they are only before they end (kind included) are read again then.
+    A turn is the outermost agent span above a tool span, else the trace's root span (``_turns``).
+    Spans that say what they are only before they end (kind included) are read again then.
     Per-turn state is keyed by (trace id, turn span id), guarded by locks, freed when the turn span
     ends, and bounded: beyond ``max_open_turns`` the oldest open turn is evicted and counted.
 
@@ -89,16 +71,13 @@ class Toolchain(SpanProcessor, TurnSink):
         max_open_turns: int = 4096,
         digest_key: bytes | None = None,
     ) -> None:
-        if max_open_turns < 1:
-            raise ValueError("max_open_turns must be at least 1")
         self.plugins: tuple[ToolPlugin, ...] = tuple(plugins)
         self.strict = strict
+        self._index = TurnIndex(self, max_open_turns)
         self.max_open_turns = max_open_turns
         self.digester = Digester(digest_key)
         self._canonicaliser = Canonicaliser()
-        self._lock = threading.Lock()
-        self._live: dict[tuple[int, int], _Live] = {}
-        self._turns: OrderedDict[tuple[int, int], Turn] = OrderedDict()
+        self._lock = threading.Lock()  # guards _recent_stops
         self._recent_stops: OrderedDict[tuple[int, int], StopSignal] = OrderedDict()
         self._stop_listeners: list[Callable[[StopSignal], object]] = []
         self._nudge_listeners: list[Callable[[NudgeSignal], object]] = []
@@ -149,22 +128,18 @@ class Toolchain(SpanProcessor, TurnSink):
 
     def open_turns(self) -> list[Turn]:
         """The turns whose span has started and not ended (a snapshot)."""
-        with self._lock:
-            return list(self._turns.values())
+        return self._index.open_turns()
 
     def turn_key_of(self, trace_id: int, span_id: int) -> tuple[int, int]:
         """The (trace id, span id) of the turn an open span belongs to; any other span is taken as a turn.
 
         With :meth:`stop_signal`, this tells code running inside a span whether its turn was stopped.
         """
-        with self._lock:
-            live = self._live.get((trace_id, span_id))
-        return self._turn_of(live).key if live is not None else (trace_id, span_id)
+        return self._index.turn_key_of((trace_id, span_id))
 
     def live_spans(self) -> int:
         """How many spans the chain is tracking (0 once every span has ended)."""
-        with self._lock:
-            return len(self._live)
+        return self._index.live_count()
 
     # -- SpanProcessor --------------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -182,20 +157,9 @@ class Toolchain(SpanProcessor, TurnSink):
 
     # -- span bookkeeping -----------------------------------------------------------------------------
     def _start(self, span: Span) -> None:
-        context = span.get_span_context()
-        key = (context.trace_id, context.span_id)
         attrs = attributes_of(span)
         role = role_of(span.name, attrs)
-        parent = span.parent
-        parent_key = (parent.trace_id, parent.span_id) if parent is not None else None
-        evicted = 0
-        with self._lock:
-            owner = self._live.get(parent_key) if parent_key is not None else None
-            turn = owner.turn if owner is not None else None
-            if turn is None or (role is Role.TURN and not turn.is_agent):
-                turn = self._open_turn(span, key, is_agent=role is Role.TURN)
-                evicted = self._evict_over_limit()
-            live = self._live[key] = _Live(turn, role, span, key, parent_key)
+        live, evicted = self._index.start(span, role)
         self._count_evicted(evicted)
         if role is Role.TOOL or (role is Role.OTHER and not is_decided(attrs)):
             self._wrap_end(span, live)
@@ -205,21 +169,12 @@ class Toolchain(SpanProcessor, TurnSink):
             self.evicted += evicted
             self._instruments.turns_evicted.add(evicted)
 
-    def _open_turn(self, span: Span, key: tuple[int, int], *, is_agent: bool) -> Turn:
-        attrs = span.attributes or {}
-        agent = attrs.get(semconv.GEN_AI_AGENT_NAME)
-        turn = Turn(key[0], key[1], is_agent=is_agent, agent=str(agent) if agent else None, span=span, sink=self)
-        self._turns[key] = turn
+    def _turn_of(self, live: Live) -> Turn:
+        turn, evicted = self._index.turn_of(live)
+        self._count_evicted(evicted)
         return turn
 
-    def _evict_over_limit(self) -> int:
-        evicted = 0
-        while len(self._turns) > self.max_open_turns:
-            self._turns.popitem(last=False)
-            evicted += 1
-        return evicted
-
-    def _wrap_end(self, span: Span, live: _Live) -> None:
+    def _wrap_end(self, span: Span, live: Live) -> None:
         # The SDK freezes attributes before any processor's on_end; wrapping the instance's end()
         # runs the plugins while the span is still live, after late attributes were set, so a tag
         # still reaches the exporters. Every end path looks ``end`` up on the instance.
@@ -231,7 +186,7 @@ class Toolchain(SpanProcessor, TurnSink):
 
         span.end = end  # type: ignore[method-assign]
 
-    def _tool_ending(self, span: Span, live: _Live, end_time: int | None) -> None:
+    def _tool_ending(self, span: Span, live: Live, end_time: int | None) -> None:
         if live.done or not span.is_recording():
             return
         if live.role is not Role.TOOL:  # it said nothing at start; it may say it is a tool by now
@@ -243,40 +198,12 @@ class Toolchain(SpanProcessor, TurnSink):
         read.call.span = span
         self._run_tool(self._turn_of(live), read, span.instrumentation_scope)
 
-    def _turn_of(self, live: _Live) -> Turn:
-        """The turn of a span: its outermost ancestor that says by now that it is a turn.
-
-        Some instrumentations mark the agent span just after starting it (Traceloop); the first
-        tool below it finds the mark here, and that ancestor becomes the turn from then on.
-        """
-        if live.turn.is_agent:
-            return live.turn
-        evicted = 0
-        with self._lock:
-            outer, parent = None, live.parent
-            while parent is not None and (node := self._live.get(parent)) is not None:
-                if role_of(node.span.name, attributes_of(node.span)) is Role.TURN:
-                    outer = node
-                parent = node.parent
-            if outer is None:
-                return live.turn
-            if outer.turn.key != outer.key:
-                outer.turn = self._open_turn(outer.span, outer.key, is_agent=True)
-                evicted = self._evict_over_limit()
-            else:
-                _mark_agent(outer.turn, attributes_of(outer.span))
-            turn = outer.turn
-        self._count_evicted(evicted)
-        return turn
-
     def _end(self, span: ReadableSpan) -> None:
         context = span.get_span_context()
         if context is None:
             return
         key = (context.trace_id, context.span_id)
-        with self._lock:
-            live = self._live.pop(key, None)
-            parent = self._live.get(live.parent) if live is not None and live.parent is not None else None
+        live, parent = self._index.end(key)
         if live is None:
             return
         role = live.role if live.role is not Role.OTHER else role_of(span.name, attributes_of(span))
@@ -293,7 +220,7 @@ class Toolchain(SpanProcessor, TurnSink):
                 self._run_retries(self._turn_of(live), retries)
         if live.turn.key == key:
             if role is Role.TURN:  # marked late (OpenInference marks at end): say so in the report
-                _mark_agent(live.turn, attributes_of(span))
+                mark_agent(live.turn, attributes_of(span))
             self._close_turn(live.turn)
 
     # -- running plugins ------------------------------------------------------------------------------
@@ -318,9 +245,7 @@ class Toolchain(SpanProcessor, TurnSink):
                     self._guarded(plugin.name, "on_retry", plugin.on_retry, retry, turn)
 
     def _close_turn(self, turn: Turn) -> None:
-        with self._lock:
-            open_turn = self._turns.pop(turn.key, None)
-        if open_turn is None:  # evicted: its state is gone, so there is nothing true to report
+        if not self._index.close(turn):  # evicted: its state is gone, so there is nothing true to report
             return
         if not turn.is_agent and turn.calls == 0 and turn.retries == 0:
             return  # a root span that held no tool use is not a turn anyone asked about
@@ -382,14 +307,6 @@ class Toolchain(SpanProcessor, TurnSink):
                 self._logged.add(name)
                 _log.exception("otel_toolchain plugin %r raised in %s; it keeps running, errors are counted",
                                name, hook)
-
-
-def _mark_agent(turn: Turn, attrs: Any) -> None:
-    """A turn found to be an agent's after it opened (its mark came late)."""
-    turn.is_agent = True
-    if turn.agent is None:
-        agent = attrs.get(semconv.GEN_AI_AGENT_NAME) or attrs.get("agent.name")
-        turn.agent = str(agent) if agent else None
 
 
 def _stop_event_attributes(signal: StopSignal) -> dict[str, Any]:
