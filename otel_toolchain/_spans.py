@@ -34,12 +34,11 @@ from otel_toolchain.integrations import _shapes as shp
 
 __all__ = [
     "Role", "ToolRead", "attributes_of", "failure_of", "is_decided", "read_tool_call", "retries_from", "role_of",
-    "tool_call_from",
 ]
 
 _TOOL_PREFIX: Final = semconv.OPERATION_EXECUTE_TOOL + " "
 _MARKERS: Final = (semconv.GEN_AI_OPERATION_NAME, shp.OI_SPAN_KIND, shp.TL_SPAN_KIND, semconv.RETRY_ATTEMPT,
-                   "http.request.method", "http.method", "db.system", "db.system.name", "rpc.system")
+                   *shp.NOT_A_TOOL_MARKERS)
 _ARGUMENT_KEYS: Final = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, shp.OI_INPUT)
 _RESULT_KEYS: Final = (semconv.GEN_AI_TOOL_CALL_RESULT, shp.OI_OUTPUT)
 
@@ -52,7 +51,7 @@ class Role(enum.Enum):
 
 
 _OPERATION_ROLES: Final = {semconv.OPERATION_EXECUTE_TOOL: Role.TOOL, semconv.OPERATION_INVOKE_AGENT: Role.TURN,
-                           "invoke_workflow": Role.TURN}
+                           semconv.OPERATION_INVOKE_WORKFLOW: Role.TURN}
 _OI_ROLES: Final = {"TOOL": Role.TOOL, "AGENT": Role.TURN}
 _TL_ROLES: Final = {"tool": Role.TOOL, "agent": Role.TURN, "workflow": Role.TURN}
 _NAMED_ROLES: Final = {shp.CC_TOOL_SPAN: Role.TOOL, shp.CC_TURN_SPAN: Role.TURN}
@@ -159,11 +158,6 @@ def read_tool_call(span: ReadableSpan, *, end_ns: int | None = None, child_failu
         span_id=span_id,
     )
     return ToolRead(call, has_content)
-
-
-def tool_call_from(span: ReadableSpan, *, end_ns: int | None = None, child_failure: str | None = None) -> ToolCall:
-    """The ToolCall a tool span describes (see :func:`read_tool_call`)."""
-    return read_tool_call(span, end_ns=end_ns, child_failure=child_failure).call
 
 
 def _tool_name(name: str, attrs: Mapping[str, Any]) -> str:

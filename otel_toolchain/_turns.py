@@ -4,7 +4,9 @@ A turn is the outermost agent span above a span (``invoke_agent``, OpenInference
 agent/workflow, ``claude_code.interaction``: see ``_spans``), else the trace's root span. Each live
 span is remembered from its start to its end with the turn it belongs to; spans whose parent was
 never seen (remote, or started before the chain was installed) open a turn of their own. Open turns
-are bounded: beyond ``max_open_turns`` the oldest is evicted (its calls then go unreported).
+are bounded: beyond ``max_open_turns`` the oldest is evicted with the spans it still holds (their
+calls then go unreported). Live spans are bounded too, as a backstop for spans that are never ended
+after their turn closed: beyond ``64 * max_open_turns`` the oldest are forgotten.
 
 All methods take one lock briefly and never block otherwise; they may be called from any thread.
 """
@@ -51,10 +53,13 @@ class TurnIndex:
         if max_open_turns < 1:
             raise ValueError("max_open_turns must be at least 1")
         self.max_open_turns = max_open_turns
+        self.max_live_spans = 64 * max_open_turns
         self._sink = sink
         self._lock = threading.Lock()
         self._live: dict[Key, Live] = {}
         self._turns: OrderedDict[Key, Turn] = OrderedDict()
+        self._members: dict[Key, set[Key]] = {}  # turn -> its live spans, to free them on eviction
+        self.forgotten_spans = 0
 
     def start(self, span: Span, role: Role) -> tuple[Live, int]:
         """Remember a span that started; returns it and how many turns were evicted to make room."""
@@ -69,13 +74,23 @@ class TurnIndex:
             if turn is None or (role is Role.TURN and not turn.is_agent):
                 turn, evicted = self._open(span, key, is_agent=role is Role.TURN)
             live = self._live[key] = Live(turn, role, span, key, parent_key)
+            members = self._members.get(turn.key)
+            if members is not None:
+                members.add(key)
+            if len(self._live) > self.max_live_spans:
+                self._forget_oldest_span()
         return live, evicted
 
     def end(self, key: Key) -> tuple[Live | None, Live | None]:
         """Forget a span that ended; returns it and its parent, if that is still live."""
         with self._lock:
             live = self._live.pop(key, None)
-            parent = self._live.get(live.parent) if live is not None and live.parent is not None else None
+            if live is None:
+                return None, None
+            members = self._members.get(live.turn.key)
+            if members is not None:
+                members.discard(key)
+            parent = self._live.get(live.parent) if live.parent is not None else None
         return live, parent
 
     def turn_of(self, live: Live) -> tuple[Turn, int]:
@@ -104,7 +119,16 @@ class TurnIndex:
     def close(self, turn: Turn) -> bool:
         """Forget a turn whose span ended; False if it had been evicted already."""
         with self._lock:
+            self._members.pop(turn.key, None)  # spans still live end on their own; the backstop bounds them
             return self._turns.pop(turn.key, None) is not None
+
+    def claim(self, live: Live) -> bool:
+        """True once per span: the caller is the one to run its tool call through the plugins."""
+        with self._lock:
+            if live.done:
+                return False
+            live.done = True
+            return True
 
     def turn_key_of(self, key: Key) -> Key:
         """The key of the turn an open span belongs to; any other span is taken as a turn."""
@@ -125,11 +149,22 @@ class TurnIndex:
         turn = Turn(key[0], key[1], is_agent=is_agent, agent=str(agent) if agent else None, span=span,
                     sink=self._sink)
         self._turns[key] = turn
+        self._members[key] = set()
         evicted = 0
         while len(self._turns) > self.max_open_turns:
-            self._turns.popitem(last=False)
+            old_key, _old = self._turns.popitem(last=False)
+            for member in self._members.pop(old_key, ()):
+                self._live.pop(member, None)
             evicted += 1
         return turn, evicted
+
+    def _forget_oldest_span(self) -> None:
+        oldest = next(iter(self._live))
+        live = self._live.pop(oldest)
+        members = self._members.get(live.turn.key)
+        if members is not None:
+            members.discard(oldest)
+        self.forgotten_spans += 1
 
 
 def mark_agent(turn: Turn, attrs: Mapping[str, Any]) -> None:

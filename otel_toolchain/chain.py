@@ -77,7 +77,7 @@ class Toolchain(SpanProcessor, TurnSink):
         self.max_open_turns = max_open_turns
         self.digester = Digester(digest_key)
         self._canonicaliser = Canonicaliser()
-        self._lock = threading.Lock()  # guards _recent_stops
+        self._lock = threading.Lock()  # guards _recent_stops, plugin_errors and _logged
         self._recent_stops: OrderedDict[tuple[int, int], StopSignal] = OrderedDict()
         self._stop_listeners: list[Callable[[StopSignal], object]] = []
         self._nudge_listeners: list[Callable[[NudgeSignal], object]] = []
@@ -181,8 +181,10 @@ class Toolchain(SpanProcessor, TurnSink):
         original = span.end
 
         def end(end_time: int | None = None) -> None:
-            self._guarded(_CHAIN, "on_tool", self._tool_ending, span, live, end_time)
-            original(end_time)
+            try:
+                self._guarded(_CHAIN, "on_tool", self._tool_ending, span, live, end_time)
+            finally:  # even a strict chain that re-raises must not leave the span unended
+                original(end_time)
 
         span.end = end  # type: ignore[method-assign]
 
@@ -193,7 +195,8 @@ class Toolchain(SpanProcessor, TurnSink):
             if role_of(span.name, attributes_of(span)) is not Role.TOOL:
                 return
             live.role = Role.TOOL
-        live.done = True
+        if not self._index.claim(live):  # another thread is ending the same span
+            return
         read = read_tool_call(span, end_ns=end_time, child_failure=live.child_failure)
         read.call.span = span
         self._run_tool(self._turn_of(live), read, span.instrumentation_scope)
@@ -208,8 +211,7 @@ class Toolchain(SpanProcessor, TurnSink):
             return
         role = live.role if live.role is not Role.OTHER else role_of(span.name, attributes_of(span))
         if role is Role.TOOL:
-            if not live.done:
-                live.done = True
+            if self._index.claim(live):
                 read = read_tool_call(span, child_failure=live.child_failure)
                 self._run_tool(self._turn_of(live), read, span.instrumentation_scope)
         else:
@@ -247,6 +249,7 @@ class Toolchain(SpanProcessor, TurnSink):
     def _close_turn(self, turn: Turn) -> None:
         if not self._index.close(turn):  # evicted: its state is gone, so there is nothing true to report
             return
+        turn.closed = True
         if not turn.is_agent and turn.calls == 0 and turn.retries == 0:
             return  # a root span that held no tool use is not a turn anyone asked about
         with turn.lock:
@@ -286,7 +289,8 @@ class Toolchain(SpanProcessor, TurnSink):
 
     def nudge(self, turn: Turn, signal: NudgeSignal) -> None:
         if turn.span is not None and turn.span.is_recording():
-            turn.span.add_event(semconv.NUDGE_EVENT, {semconv.PLUGIN: signal.plugin, "message": signal.message})
+            attributes = {semconv.PLUGIN: signal.plugin, semconv.NUDGE_MESSAGE: signal.message}
+            turn.span.add_event(semconv.NUDGE_EVENT, attributes)
         for listener in self._nudge_listeners:
             self._guarded(signal.plugin, "on_nudge listener", listener, signal)
 
@@ -301,10 +305,12 @@ class Toolchain(SpanProcessor, TurnSink):
         except Exception:
             if self.strict:
                 raise
-            self.plugin_errors += 1
-            self._instruments.plugin_errors.add(1, {semconv.PLUGIN: name, semconv.HOOK: hook})
-            if name not in self._logged:  # once per plugin: a broken plugin raises on every call
+            with self._lock:
+                self.plugin_errors += 1
+                first = name not in self._logged
                 self._logged.add(name)
+            self._instruments.plugin_errors.add(1, {semconv.PLUGIN: name, semconv.HOOK: hook})
+            if first:  # once per plugin: a broken plugin raises on every call
                 _log.exception("otel_toolchain plugin %r raised in %s; it keeps running, errors are counted",
                                name, hook)
 
@@ -313,7 +319,7 @@ def _stop_event_attributes(signal: StopSignal) -> dict[str, Any]:
     return {
         semconv.PLUGIN: signal.plugin,
         semconv.STOP_REASON: signal.code,
-        "message": signal.reason,
+        semconv.STOP_MESSAGE: signal.reason,
         semconv.STOP_PERIOD: signal.period,
         semconv.STOP_REPEATS: signal.repeats,
         semconv.STOP_CYCLE_TOOLS: [c.tool for c in signal.cycle],

@@ -10,12 +10,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from otel_toolchain.analyzing import register as register_analyze
 from otel_toolchain.chain import Toolchain
-from otel_toolchain.errors import StreamError, ToolchainError
+from otel_toolchain.errors import CannotRun, StreamError, ToolchainError
 from otel_toolchain.export.pipeline import Pipeline, build_pipeline
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.recorder import AgentRecorder
@@ -30,6 +30,7 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NOT_FOUND = 127
 DIGEST_KEY_ENV = "OTEL_TOOLCHAIN_DIGEST_KEY"
 
 
@@ -52,10 +53,17 @@ def start_telemetry(manifest: Manifest) -> tuple[Pipeline, Toolchain, AgentRecor
 
 
 def finish_telemetry(pipeline: Pipeline) -> None:
-    pipeline.shutdown()
+    finished = pipeline.shutdown()
     dropped = {signal: count for signal, count in pipeline.dropped.items() if count}
-    note = f" ({', '.join(f'{n} {s} dropped' for s, n in dropped.items())})" if dropped else ""
-    print(f"otel-toolchain: telemetry exported to {pipeline.destination}{note}", file=sys.stderr)
+    if not finished:
+        print(f"otel-toolchain: telemetry NOT fully delivered to {pipeline.destination}: export was still "
+              "retrying when the wait ended (is the Collector up?)", file=sys.stderr)
+    elif dropped:
+        lost = ", ".join(f"{count} {signal}" for signal, count in dropped.items())
+        print(f"otel-toolchain: telemetry NOT fully delivered to {pipeline.destination}: {lost} dropped",
+              file=sys.stderr)
+    else:
+        print(f"otel-toolchain: telemetry exported to {pipeline.destination}", file=sys.stderr)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -97,12 +105,21 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = run_harness(command, recorder, harness=args.harness, retries=args.retries,
                              log_path=Path(args.log) if args.log else None, grace_s=args.grace)
-    except OSError as exc:
-        print(f"otel-toolchain: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
-        return 127
+    except CannotRun as exc:
+        print(f"otel-toolchain: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
     finally:
         finish_telemetry(pipeline)
+    _quiet_broken_stdout()
     return result.exit_code
+
+
+def _quiet_broken_stdout() -> None:
+    """After ``run … | head``, flushing at exit would raise BrokenPipeError: point stdout at /dev/null."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -163,9 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a harness, trace its tool calls live, stop it when it wedges",
                               description="Exit codes: 75 when a plugin stopped the run, else the command's own.")
     _add_harness_and_manifest(run)
-    run.add_argument("--retries", type=int, default=0, help="rerun a stopped command up to N times")
+    run.add_argument("--retries", type=_non_negative(int), default=0, help="rerun a stopped command up to N times")
     run.add_argument("--log", help="append the harness's standard output to this file too")
-    run.add_argument("--grace", type=float, default=3.0, help="seconds between SIGTERM and SIGKILL")
+    run.add_argument("--grace", type=_non_negative(float), default=3.0, help="seconds between SIGTERM and SIGKILL")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
     run.set_defaults(handler=_run)
 
@@ -176,6 +193,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_analyze(commands)
     return parser
+
+
+def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error message
+    return parse
 
 
 def _add_harness_and_manifest(parser: argparse.ArgumentParser) -> None:

@@ -6,9 +6,13 @@
     ├── ManifestError       a manifest that does not validate (names the file and the entry)
     ├── PluginLoadError     a plugin that cannot be found, imported or configured
     ├── StreamError         a bad line in a recorded or live event stream (strict mode only)
+    ├── CannotRun           ``otel-toolchain run`` could not start the command
+    ├── LabelError          an ``analyze --labels`` file that cannot be read, or a bad row
+    ├── MissingExtra        an input needs an optional dependency that is not installed (names the extra)
     └── TurnStopped         raised into an agent whose turn a plugin stopped; carries the StopSignal
 
 Nothing here is raised at span time unless a :class:`~otel_toolchain.Toolchain` runs ``strict``.
+Invalid arguments to constructors and functions raise ``ValueError`` as usual in Python.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from otel_toolchain.signals import StopSignal
 
-__all__ = ["ManifestError", "PluginLoadError", "StreamError", "ToolchainError", "TurnStopped"]
+__all__ = [
+    "CannotRun", "LabelError", "ManifestError", "MissingExtra", "PluginLoadError", "StreamError", "ToolchainError",
+    "TurnStopped",
+]
 
 
 class ToolchainError(Exception):
@@ -40,6 +47,18 @@ class StreamError(ToolchainError):
         super().__init__(f"{source}:{line_no}: {message}")
         self.source = source
         self.line_no = line_no
+
+
+class CannotRun(ToolchainError):
+    """The wrapped command could not be started (not found, not executable)."""
+
+
+class LabelError(ToolchainError):
+    """A labels file that cannot be read, or a row that is not ``run,label``."""
+
+
+class MissingExtra(ToolchainError):
+    """An optional dependency the input needs is not installed; the message names the extra."""
 
 
 class TurnStopped(ToolchainError):

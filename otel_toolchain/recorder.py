@@ -5,6 +5,10 @@ arguments and results go on spans only when content capture is on
 (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`` or ``SPAN_AND_EVENT``, or
 ``capture_content=True``); the plugins see them in full either way.
 
+Sampling: the SDK calls span processors only for spans that record, so the chain sees exactly the
+turns a head sampler keeps. Keep head sampling at ``ALWAYS_ON`` (the default) where the chain must
+guard every turn, and sample at the Collector (tail sampling) instead.
+
 Threads: one TurnRecording may be used from several threads (tools ending on workers); each call
 creates and ends its own span. Nothing here blocks beyond what the span processors do.
 """
@@ -218,7 +222,8 @@ class TurnRecording:
     def end(self, end_ns: int | None = None, *, failed: bool = False, error_type: str | None = None,
             attributes: Mapping[str, Any] | None = None) -> None:
         """End the turn; the chain's end-of-turn reports arrive in ``reports`` before this returns."""
-        if not self.span.is_recording():
+        if not self.span.is_recording():  # ended already, or never recorded (sampled out)
+            self._recorder._forget(self)
             return
         if attributes:
             self.span.set_attributes(dict(attributes))

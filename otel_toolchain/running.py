@@ -11,6 +11,7 @@ same escalation; the turn is closed and exported either way. No process of the g
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from typing import IO, Final
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otel_toolchain.adapter import SpanWriter, TurnOutcome
+from otel_toolchain.errors import CannotRun
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.signals import StopSignal
 from otel_toolchain.streams import StreamReader, detect_harness, reader_for
@@ -100,7 +102,7 @@ class _Attempt:
     """One run of the command: its lines, its reader and its spans."""
 
     def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
-                 log: IO[bytes] | None, out: IO[bytes], grace_s: float, links: list[Link]) -> None:
+                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link]) -> None:
         self.command = command
         self.recorder = recorder
         self.harness = harness
@@ -113,45 +115,85 @@ class _Attempt:
         self.latencies: list[float] = []
         self._line_time = 0.0
         self._watchers: list[threading.Thread] = []
+        self._reader: StreamReader | None = None
+        self._writer: SpanWriter | None = None
+        self._eof = threading.Event()
+        self._group: _Group | None = None
 
     def run(self, group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
-        process = subprocess.Popen(list(self.command), stdout=subprocess.PIPE, start_new_session=True)
-        group = _Group(process, self.grace_s)
+        """Run the command to its end; whatever happens here, the group is ended and the turn closed."""
+        try:
+            process = subprocess.Popen(list(self.command), stdout=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise CannotRun(f"cannot run {self.command[0]!r}: {exc.strerror or exc}") from exc
+        group = self._group = _Group(process, self.grace_s)
         group_holder[:] = [group]
-        reader: StreamReader | None = None
-        writer: SpanWriter | None = None
-        head: list[str] = []
         assert process.stdout is not None
-        for line_no, raw in enumerate(iter(process.stdout.readline, b""), 1):
+        threading.Thread(target=self._end_stragglers, args=(group,), daemon=True).start()
+        try:
+            self._read(process.stdout, group)
+        except BaseException:
+            group.send(signal.SIGTERM)  # we can no longer watch it: end it rather than leave it running
+            raise
+        finally:
+            self._eof.set()
+            process.stdout.close()
+            code = group.reap()
+            for watcher in self._watchers:
+                watcher.join()
+            outcomes = self._finish()
+        return code, outcomes
+
+    def _read(self, stdout: IO[bytes], group: _Group) -> None:
+        head: list[str] = []
+        for line_no, raw in enumerate(iter(stdout.readline, b""), 1):
             self._line_time = time.monotonic()
             self._pass_through(raw)
             text = raw.decode("utf-8", "replace")
-            if reader is None:
+            if self._reader is None:
                 head.append(text)
-                reader, writer = self._start_reading(head, group)
-                if reader is None or writer is None:
-                    continue
-                for number, earlier in enumerate(head, line_no - len(head) + 1):
-                    self._feed(reader, writer, earlier, number)
+                self._reader, self._writer = self._start_reading(head, group)
+                for number, earlier in enumerate(head if self._reader else [], line_no - len(head) + 1):
+                    self._feed(earlier, number)
                 continue
-            assert writer is not None
-            self._feed(reader, writer, text, line_no)
-        process.stdout.close()
-        code = group.reap()
-        for watcher in self._watchers:
-            watcher.join()
-        if reader is not None and writer is not None:
-            for event in reader.close(time.time_ns()):
-                writer.handle(event)
-            return code, writer.close()
-        return code, []
+            self._feed(text, line_no)
+
+    def _end_stragglers(self, group: _Group) -> None:
+        """Once the harness has exited, end what it left in its group holding standard output open."""
+        group.process.wait()
+        if not self._eof.wait(self.grace_s):
+            group.send(signal.SIGKILL)
+
+    def _finish(self) -> list[TurnOutcome]:
+        if self._reader is None or self._writer is None:
+            return []
+        for event in self._reader.close(time.time_ns()):
+            self._writer.handle(event)
+        return self._writer.close()
 
     def _pass_through(self, raw: bytes) -> None:
-        self.out.write(raw)
-        self.out.flush()
+        # A consumer that went away (``run … | head``) would have sent the harness SIGPIPE: end it the
+        # same way, recording what it still prints. A full disk must not end the watch: stop writing
+        # there, say so once, and keep recording.
+        if self.out is not None:
+            try:
+                self.out.write(raw)
+                self.out.flush()
+            except BrokenPipeError:
+                self.out = None
+                if self._group is not None:
+                    self._group.send(signal.SIGTERM)
+            except OSError as exc:
+                self.out = None
+                print(f"otel-toolchain: standard output failed ({exc}); still watching", file=sys.stderr)
         if self.log is not None:
-            self.log.write(raw)
-            self.log.flush()
+            try:
+                self.log.write(raw)
+                self.log.flush()
+            except OSError as exc:
+                self.log = None
+                print(f"otel-toolchain: cannot write the log ({exc.strerror or exc}); still watching",
+                      file=sys.stderr)
 
     def _start_reading(self, head: list[str], group: _Group) -> tuple[StreamReader | None, SpanWriter | None]:
         harness = self.harness
@@ -179,11 +221,11 @@ class _Attempt:
                             links=self.links)
         return reader, writer
 
-    def _feed(self, reader: StreamReader, writer: SpanWriter, text: str, line_no: int) -> None:
-        if self.stop is not None:
+    def _feed(self, text: str, line_no: int) -> None:
+        if self.stop is not None or self._reader is None or self._writer is None:
             return  # the turn is over: what a dying harness still prints is passed through, not recorded
-        for event in reader.feed(text, line_no, time.time_ns()):
-            writer.handle(event)
+        for event in self._reader.feed(text, line_no, time.time_ns()):
+            self._writer.handle(event)
 
 
 def run_harness(
@@ -199,9 +241,15 @@ def run_harness(
 ) -> RunResult:
     """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
 
+    Raises:
+        CannotRun: the command could not be started, or the log could not be opened.
+        ValueError: ``retries`` or ``grace_s`` is negative.
+
     Must be called from the main thread (it installs SIGINT and SIGTERM handlers for the run and
     restores the previous ones). Blocks until every attempt has ended.
     """
+    if retries < 0 or grace_s < 0:
+        raise ValueError("retries and grace_s must not be negative")
     out = out if out is not None else sys.stdout.buffer
     result = RunResult(exit_code=0)
     group_holder: list[_Group] = []
@@ -212,8 +260,11 @@ def run_harness(
         if group_holder:
             group_holder[0].send(signo)
 
+    try:
+        log = log_path.open("ab") if log_path is not None else None
+    except OSError as exc:
+        raise CannotRun(f"cannot open the log {str(log_path)!r}: {exc.strerror or exc}") from exc
     previous = {signo: signal.signal(signo, forward) for signo in (signal.SIGINT, signal.SIGTERM)}
-    log = log_path.open("ab") if log_path is not None else None
     links: list[Link] = []
     try:
         for _attempt in range(retries + 1):
@@ -236,7 +287,8 @@ def run_harness(
         for signo, handler in previous.items():
             signal.signal(signo, handler)
         if log is not None:
-            log.close()
+            with contextlib.suppress(OSError):  # already reported when a write failed
+                log.close()
     return result
 
 

@@ -3,7 +3,9 @@
 The GenAI names are the string values of the OpenTelemetry GenAI semantic conventions
 (open-telemetry/semantic-conventions-genai). They are kept here as plain strings, not imported
 from ``opentelemetry.semconv._incubating``: that module is private and marks every GenAI name as
-moved. The package's own names live under ``otel_toolchain.*``.
+moved. The package's own names live under ``otel_toolchain.*``. The names other conventions use
+(OpenInference, Traceloop, Claude Code), which the chain only reads, live beside their
+normalisers in ``otel_toolchain.integrations._shapes``.
 """
 
 from __future__ import annotations
@@ -14,13 +16,11 @@ from typing import Final
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
-GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 AGENT_NAME_OPENINFERENCE: Final = "agent.name"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
@@ -30,6 +30,7 @@ ERROR_TYPE_OTHER: Final = "_OTHER"
 
 OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+OPERATION_INVOKE_WORKFLOW: Final = "invoke_workflow"
 
 # -- otel_toolchain span attributes ---------------------------------------------------------------
 TOOL_TAG_PREFIX: Final = "otel_toolchain.tool."
@@ -46,6 +47,8 @@ PLUGIN: Final = "otel_toolchain.plugin"
 STOP_REASON: Final = "otel_toolchain.stop.reason"
 STOP_MODE: Final = "otel_toolchain.stop.mode"
 STOP_PERIOD: Final = "otel_toolchain.stop.period"
+STOP_MESSAGE: Final = "otel_toolchain.stop.message"
+NUDGE_MESSAGE: Final = "otel_toolchain.nudge.message"
 STOP_REPEATS: Final = "otel_toolchain.stop.repeats"
 STOP_CYCLE_TOOLS: Final = "otel_toolchain.stop.cycle.tools"
 STOP_CYCLE_CALL_IDS: Final = "otel_toolchain.stop.cycle.call_ids"

@@ -118,7 +118,7 @@ def render_turns(turns: Iterable[RenderedTurn], *, max_calls: int = 40) -> str:
             head += f"  session {turn.session_id}"
         head += f"  {total} calls, {failed} failed"
         if turn.stop:
-            head += (f"  STOPPED by {turn.stop.get(semconv.PLUGIN)}: {turn.stop.get('message')}")
+            head += (f"  STOPPED by {turn.stop.get(semconv.PLUGIN)}: {turn.stop.get(semconv.STOP_MESSAGE)}")
         lines.append(head)
         lines.extend(_tree(turn.calls, "", max_calls))
     return "\n".join(lines)

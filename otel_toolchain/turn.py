@@ -26,7 +26,7 @@ class Turn:
     """
 
     __slots__ = (
-        "_sink", "_states", "agent", "calls", "is_agent", "lock", "reports", "retries", "shadow_stopped",
+        "_sink", "_states", "agent", "calls", "closed", "is_agent", "lock", "reports", "retries", "shadow_stopped",
         "span", "span_id", "stopped", "trace_id",
     )
 
@@ -48,6 +48,8 @@ class Turn:
         """The live turn span, while it is live; status and events of a stop go on it."""
         self.calls = 0
         self.retries = 0
+        self.closed = False
+        """The turn span has ended; a call that still arrives belongs to a turn already reported."""
         self.stopped: StopSignal | None = None
         self.shadow_stopped: StopSignal | None = None
         self.reports: list[TurnReport] = []

@@ -262,3 +262,63 @@ def test_plugin_errors_are_logged_with_the_logger_name(capture: Capture, caplog:
     capture.install(Toolchain([Raising()]))
     tool_span(capture.tracer_provider.get_tracer("t"))
     assert any("raising" in r.getMessage() for r in caplog.records)
+
+
+class TestReviewFindings:
+    def test_abandoned_spans_of_evicted_turns_are_freed(self, capture: Capture) -> None:
+        """Turns whose spans never end cannot pin memory: evicting a turn drops the spans it held."""
+        chain = capture.install(Toolchain([Recording()], max_open_turns=2, strict=True))
+        tracer = capture.tracer_provider.get_tracer("t")
+        for i in range(500):
+            turn = tracer.start_span(f"invoke_agent {i}", attributes=AGENT)
+            ctx = trace.set_span_in_context(turn)
+            tracer.start_span("execute_tool Read", context=ctx, attributes={**TOOL, semconv.GEN_AI_TOOL_NAME: "Read"})
+        assert len(chain.open_turns()) == 2 and chain.evicted == 498
+        assert chain.live_spans() == 4  # the two open turns and their tool spans, nothing more
+
+    def test_a_tool_span_that_ends_after_its_turn_is_still_counted(self, capture: Capture) -> None:
+        chain = capture.install(Toolchain([ToolStats()], strict=True))
+        tracer = capture.tracer_provider.get_tracer("t")
+        turn = tracer.start_span("invoke_agent a", attributes=AGENT)
+        ctx = trace.set_span_in_context(turn)
+        read = {**TOOL, semconv.GEN_AI_TOOL_NAME: "Read"}
+        early = tracer.start_span("execute_tool Read", context=ctx, attributes=read)
+        late = tracer.start_span("execute_tool Read", context=ctx, attributes=read)
+        early.end()
+        turn.end()
+        late.end()
+        assert sum(p["value"] for p in capture.metrics()[semconv.METRIC_TOOL_CALLS]) == 2
+        assert chain.live_spans() == 0
+
+    def test_many_threads_in_one_turn(self) -> None:
+        """Parallel tool calls of one turn from 8 threads: every call counted once, nothing left."""
+        capture = Capture(deterministic_ids=False)
+        chain = capture.install(Toolchain([RepeatGuard(limit=10_000), ToolStats()], strict=True))
+        recorder = AgentRecorder(capture.tracer_provider, toolchain=chain)
+        with recorder.turn("parallel") as turn:
+            def work(n: int) -> None:
+                for i in range(250):
+                    turn.tool_call(f"tool-{n}", {"i": i}, result=str(i), failed=i % 5 == 0)
+
+            threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        report = turn.reports[0].value
+        assert report["calls"] == 2000
+        assert {tool: (v["calls"], v["failed"]) for tool, v in report["tools"].items()} == {
+            f"tool-{n}": (250, 50) for n in range(8)}
+        assert chain.live_spans() == 0 and chain.open_turns() == []
+        capture.shutdown()
+
+    def test_a_strict_chain_that_raises_still_ends_the_span(self, capture: Capture) -> None:
+        chain = capture.install(Toolchain([Raising()], strict=False))
+        chain.strict = True  # setup ran quietly; now every hook re-raises
+        tracer = capture.tracer_provider.get_tracer("t")
+        turn = tracer.start_span("invoke_agent a", attributes=AGENT)
+        span = tracer.start_span("execute_tool Read", context=trace.set_span_in_context(turn),
+                                 attributes={**TOOL, semconv.GEN_AI_TOOL_NAME: "Read"})
+        with pytest.raises(RuntimeError, match="on_tool"):
+            span.end()
+        assert not span.is_recording() and chain.live_spans() == 1  # only the turn is still open

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import TurnStopped
@@ -98,3 +100,16 @@ def test_explicit_times_are_kept(capture: Capture) -> None:
         turn.tool_call("Read", start_ns=2_000, end_ns=5_000)
     spans = capture.spans.get_finished_spans()
     assert (spans[0].start_time, spans[0].end_time) == (2_000, 5_000)
+
+
+def test_turns_that_are_sampled_out_leave_nothing_behind() -> None:
+    """The SDK runs no processor for spans that do not record: those turns are not guarded, and not kept."""
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    chain = Toolchain([RepeatGuard(limit=2)], strict=True).install(provider)
+    recorder = AgentRecorder(provider, toolchain=chain)
+    for _ in range(50):
+        with recorder.turn("a") as turn:
+            for _ in range(3):
+                turn.tool_call("Read", {"p": 1}, result="same")
+        assert turn.stop_signal is None  # unsampled: the chain never saw it
+    assert recorder._open == {} and chain.live_spans() == 0

@@ -16,16 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from otel_toolchain.analyze.measure import TurnFigures
-from otel_toolchain.errors import ToolchainError
+from otel_toolchain.errors import LabelError
 
 __all__ = ["LABELS", "LabelError", "Labels", "RunLabeller"]
 
 LABELS = ("healthy", "wedged")
 _SUFFIXES = (".jsonl.zst", ".jsonl", ".json", ".db")
-
-
-class LabelError(ToolchainError):
-    """A labels file that cannot be read, or a row that is not ``run,label``."""
 
 
 def _names(source: str, session_id: str | None) -> list[str]:

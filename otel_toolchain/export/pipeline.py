@@ -101,16 +101,28 @@ class Pipeline:
         """Items each exporter failed to deliver, by signal."""
         return dict(self._dropped)
 
-    def shutdown(self) -> None:
-        """Flush and stop; blocks until exporters finish or time out (never raises)."""
-        for provider in (self.tracer_provider, self.logger_provider, self.meter_provider):
-            try:
-                provider.shutdown()
-            except Exception:  # noqa: BLE001 (a dead Collector or a full disk must not turn into a crash at exit)
-                continue
+    def shutdown(self, timeout_s: float = 5.0) -> bool:
+        """Flush and stop, waiting at most ``timeout_s``; False if export had not finished by then.
+
+        Never raises. With a dead Collector, exporters retry until their own timeouts; past
+        ``timeout_s`` the rest is given up (the processors' threads are daemons) and counted nowhere.
+        """
+        done = threading.Event()
+
+        def stop_all() -> None:
+            for provider in (self.tracer_provider, self.logger_provider, self.meter_provider):
+                try:
+                    provider.shutdown()
+                except Exception:  # noqa: BLE001 (a dead Collector or a full disk must not turn into a crash at exit)
+                    continue
+            done.set()
+
+        threading.Thread(target=stop_all, name="otel_toolchain-shutdown", daemon=True).start()
+        finished = done.wait(timeout_s)
         if self._prometheus_server is not None:
             self._prometheus_server.shutdown()
             self._prometheus_server.server_close()
+        return finished
 
 
 class _Dropped:
@@ -230,7 +242,11 @@ def _prometheus_reader(port: int) -> tuple[MetricReader, Any]:
         from prometheus_client import start_http_server  # noqa: PLC0415
     except ImportError as exc:
         raise ToolchainError("prometheus_port needs the extra: pip install 'otel-toolchain[prometheus]'") from exc
-    server, _thread = start_http_server(port, addr="127.0.0.1")
+    try:
+        server, _thread = start_http_server(port, addr="127.0.0.1")
+    except OSError as exc:
+        raise ToolchainError(f"cannot serve Prometheus metrics on 127.0.0.1:{port} "
+                             f"([export] prometheus_port): {exc.strerror or exc}") from exc
     reader: MetricReader = PrometheusMetricReader()
     return reader, server
 
@@ -258,17 +274,18 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     if settings.prometheus_port is not None:
         reader, prometheus_server = _prometheus_reader(settings.prometheus_port)
         readers.append(reader)
-    meter_provider = MeterProvider(metric_readers=readers, resource=resource)
+    # shutdown_on_exit=False: Pipeline.shutdown bounds the wait; an atexit hook would wait again, unbounded.
+    meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
     counter = meter_provider.get_meter("otel_toolchain").create_counter(
         semconv.METRIC_EXPORT_DROPPED, unit="{item}", description="Telemetry an exporter failed to deliver."
     )
     for signal, each in dropped.items():
         each.counter = counter
         counter.add(0, {semconv.EXPORT_SIGNAL: signal})
-    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     tracer_provider.add_span_processor(BatchSpanProcessor(
         _CountingSpanExporter(spans, dropped["traces"]), max_queue_size=settings.max_queue_size))
-    logger_provider = LoggerProvider(resource=resource)
+    logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(
         _CountingLogExporter(logs, dropped["logs"]), max_queue_size=settings.max_queue_size))
     return Pipeline(tracer_provider, meter_provider, logger_provider, destination, output_dir, counts,

@@ -33,6 +33,9 @@ __all__ = [
     "normalise_result",
 ]
 
+NOT_A_TOOL_MARKERS: Final = ("http.request.method", "http.method", "db.system", "db.system.name", "rpc.system")
+"""Attributes that, present at a span's start, say it is an HTTP, database or RPC span: never a tool."""
+
 # -- OpenInference (openinference-semantic-conventions) --------------------------------------------
 OI_SPAN_KIND: Final = "openinference.span.kind"
 OI_TOOL_NAME: Final = "tool.name"

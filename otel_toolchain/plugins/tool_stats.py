@@ -107,7 +107,7 @@ class ToolStats(ToolPlugin):
         stats.classes[cls] = stats.classes.get(cls, 0) + 1
         seconds = max(0, call.end_ns - call.start_ns) / 1e9
         stats.pending.append((call.tool, cls, call.failed, seconds, call.trace_id, call.span_id))
-        if len(stats.pending) >= self.flush_every:
+        if len(stats.pending) >= self.flush_every or turn.closed:  # a late call: no turn end will flush it
             self._flush(stats)
 
     def on_retry(self, retry: Retry, turn: Turn) -> None:

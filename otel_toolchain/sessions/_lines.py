@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from otel_toolchain.errors import ToolchainError
+from otel_toolchain.errors import MissingExtra
 
 __all__ = ["ZST_SUFFIX", "MissingExtra", "iso_ns", "iter_lines", "ms_ns", "open_binary", "split_lines"]
 
@@ -26,10 +26,6 @@ ZST_SUFFIX = ".zst"
 _CHUNK = 1 << 18
 _MS = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-class MissingExtra(ToolchainError):
-    """An optional dependency the input needs is not installed; the message names the extra."""
 
 
 def open_binary(path: Path) -> IO[bytes]:

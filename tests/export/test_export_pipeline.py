@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent import futures
@@ -19,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.otlp_json import parse_otlp_json
 from otel_toolchain.export.pipeline import ExportSettings, Pipeline, build_pipeline, default_output_dir
 from otel_toolchain.manifest import Manifest
@@ -154,3 +156,21 @@ class TestOtlp:
         wedged_turn(pipeline)  # raises nothing: export happens on the processors' threads
         pipeline.shutdown()
         assert pipeline.dropped["traces"] == 4 and pipeline.dropped["logs"] == 1
+
+
+def test_a_busy_prometheus_port_is_a_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ToolchainError, match=rf"cannot serve Prometheus metrics on 127.0.0.1:{port} "
+                                                 r"\(\[export\] prometheus_port\): Address already in use"):
+            build_pipeline(ExportSettings(prometheus_port=port), environ={})
+
+
+def test_shutdown_with_a_dead_collector_gives_up_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exporters would retry for their whole timeout; shutdown returns False at its own deadline."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "3")  # longer than the deadline, short enough to end soon
+    pipeline = build_pipeline(ExportSettings(endpoint="http://127.0.0.1:9", protocol="http/protobuf"), environ={})
+    wedged_turn(pipeline)
+    assert pipeline.shutdown(timeout_s=0.2) is False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_toolchain.calls import ToolCall
@@ -136,7 +136,7 @@ def oracle(identities: list[tuple[str, str]], limit: int, max_period: int) -> tu
 identity_st = st.tuples(st.sampled_from(["Bash", "Read"]), st.sampled_from(["a", "b", "c"]))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # shared CI cores
 @given(st.lists(identity_st, max_size=40), st.integers(1, 6), st.integers(1, 4))
 def test_agrees_with_brute_force_oracle(identities: list[tuple[str, str]], limit: int, max_period: int) -> None:
     """On random call sequences, the incremental guard stops exactly where the oracle does."""
