@@ -2,7 +2,7 @@
 
 A turn's calls are counted in the order they finish, as the chain sees them. Repetition is
 measured by :class:`~otel_toolchain.plugins.repeat_guard.RepeatGuard` itself: each call goes
-through the guard's own ``_advance`` with a per-turn state, so "the same call" (tool, parsed
+through the guard's own :class:`~otel_toolchain.plugins.repeat_guard.RepeatCounter`, so "the same call" (tool, parsed
 arguments, cwd, result, failure) and "a cycle repeated n times" mean exactly what they mean to
 the guard, and ``stop_at`` is the call at which the manifest's guard would have stopped the turn.
 The per-period figures read the guard's run counters the way the guard reads them.
@@ -18,7 +18,7 @@ from typing import Any
 from otel_toolchain._identity import Canonicaliser
 from otel_toolchain.analyze.polling import cycle_key, is_poll
 from otel_toolchain.calls import ToolCall
-from otel_toolchain.plugins.repeat_guard import RepeatGuard, _GuardState
+from otel_toolchain.plugins.repeat_guard import RepeatCounter, RepeatGuard
 from otel_toolchain.streams.events import BadLine, Event, Retry, ToolFinished, ToolStarted, TurnEnded, TurnStarted
 
 __all__ = ["RunMeter", "TurnFigures"]
@@ -84,7 +84,7 @@ class _TurnState:
 
     def __init__(self, fig: TurnFigures, max_period: int) -> None:
         self.fig = fig
-        self.guard_state = _GuardState(max_period)
+        self.guard_state = RepeatCounter(max_period)
         self.canonicaliser = Canonicaliser()
         """Parses each distinct argument text once; per turn, as only a turn's calls are compared."""
         self.cycle: list[ToolCall] = []
@@ -158,7 +158,7 @@ class RunMeter:
         else:
             state.streak = 0
         guard_state = state.guard_state
-        period, repeats = self.guard._advance(guard_state, call)
+        period, repeats = guard_state.add(call)
         by_period = fig.by_period
         if call.index <= len(by_period):  # a cycle of p calls is there once from the p-th call on
             by_period[call.index - 1] = max(by_period[call.index - 1], 1)

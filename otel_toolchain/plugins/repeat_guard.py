@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from otel_toolchain.calls import ToolCall
     from otel_toolchain.turn import Turn
 
-__all__ = ["RepeatGuard", "RepeatGuardConfig"]
+__all__ = ["RepeatCounter", "RepeatGuard", "RepeatGuardConfig"]
 
 STOP_CODE = "repeated_cycle"
 
@@ -54,15 +54,51 @@ class RepeatGuardConfig(BaseModel):
         return self
 
 
-class _GuardState:
-    __slots__ = ("__weakref__", "best", "current", "nudged", "recent", "runs")
+class RepeatCounter:
+    """The rule, call by call, for one turn: how many times in a row a cycle has just repeated.
 
-    def __init__(self, max_period: int) -> None:
+    ``add(call)`` returns the period with the most repetitions now and that count (the shortest
+    period wins a tie). ``runs[p - 1]`` is how many calls in a row matched the call p places
+    before them; ``recent`` holds the last ``max_period`` calls. Not thread-safe: one per turn
+    (the chain serialises a turn's hooks). Usable without a chain, as ``analyze`` does.
+    """
+
+    __slots__ = ("__weakref__", "best", "current", "max_period", "recent", "runs")
+
+    def __init__(self, max_period: int = 3) -> None:
+        self.max_period = max_period
         self.recent: deque[ToolCall] = deque(maxlen=max_period)
         self.runs = [0] * max_period
-        self.nudged = False
         self.current = 0
+        """Repetitions of the best cycle after the last call."""
         self.best = 0
+        """The most repetitions reached in the turn so far."""
+
+    def add(self, call: ToolCall) -> tuple[int, int]:
+        identity = call.identity
+        recent, runs = self.recent, self.runs
+        best_period, best_repeats = 1, 0
+        for index in range(self.max_period):
+            period = index + 1
+            if len(recent) >= period and recent[-period].identity == identity:
+                runs[index] += 1
+            else:
+                runs[index] = 0
+            repeats = (runs[index] + period) // period if len(recent) + 1 >= period else 0
+            if repeats > best_repeats:  # strict: the shortest period wins a tie
+                best_period, best_repeats = period, repeats
+        recent.append(call)
+        self.current = best_repeats
+        self.best = max(self.best, best_repeats)
+        return best_period, best_repeats
+
+
+class _GuardState(RepeatCounter):
+    __slots__ = ("nudged",)
+
+    def __init__(self, max_period: int) -> None:
+        super().__init__(max_period)
+        self.nudged = False
 
 
 class RepeatGuard(ToolPlugin):
@@ -126,24 +162,10 @@ class RepeatGuard(ToolPlugin):
     # -- the rule -------------------------------------------------------------------------------------
     def _advance(self, state: _GuardState, call: ToolCall) -> tuple[int, int]:
         """Count ``call`` in; return the period with the most repetitions now, and that count."""
-        identity = call.identity
-        recent, runs = state.recent, state.runs
-        best_period, best_repeats = 1, 0
-        for index in range(self.max_period):
-            period = index + 1
-            if len(recent) >= period and recent[-period].identity == identity:
-                runs[index] += 1
-            else:
-                runs[index] = 0
-            repeats = (runs[index] + period) // period if len(recent) + 1 >= period else 0
-            if repeats > best_repeats:  # strict: the shortest period wins a tie
-                best_period, best_repeats = period, repeats
-        recent.append(call)
-        if best_repeats <= 1:
+        period, repeats = state.add(call)
+        if repeats <= 1:
             state.nudged = False  # the streak is broken: a new one may be nudged again
-        state.current = best_repeats
-        state.best = max(state.best, best_repeats)
-        return best_period, best_repeats
+        return period, repeats
 
     def _new_state(self) -> _GuardState:
         state = _GuardState(self.max_period)
