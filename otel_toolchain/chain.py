@@ -170,6 +170,8 @@ class Toolchain(SpanProcessor, TurnSink):
             self._instruments.turns_evicted.add(evicted)
 
     def _turn_of(self, live: Live) -> Turn:
+        if live.turn.is_agent:  # the common case, without the index's lock
+            return live.turn
         turn, evicted = self._index.turn_of(live)
         self._count_evicted(evicted)
         return turn
@@ -211,7 +213,7 @@ class Toolchain(SpanProcessor, TurnSink):
             return
         role = live.role if live.role is not Role.OTHER else role_of(span.name, attributes_of(span))
         if role is Role.TOOL:
-            if self._index.claim(live):
+            if not live.done and self._index.claim(live):  # done: its end hook already ran it
                 read = read_tool_call(span, child_failure=live.child_failure)
                 self._run_tool(self._turn_of(live), read, span.instrumentation_scope)
         else:
