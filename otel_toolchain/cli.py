@@ -12,7 +12,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
+from otel_toolchain.adapter import TurnOutcome
 from otel_toolchain.analyzing import register as register_analyze
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import CannotRun, StreamError, ToolchainError
@@ -52,6 +54,20 @@ def start_telemetry(manifest: Manifest) -> tuple[Pipeline, Toolchain, AgentRecor
     return pipeline, chain, recorder
 
 
+def print_turn_trees(pipeline: Pipeline, outcomes: Sequence[TurnOutcome], stream: TextIO) -> None:
+    """With the embedded default, the tree of each turn this command recorded (as ``show`` draws it)."""
+    if pipeline.output_dir is None or not outcomes:
+        return
+    wanted = {f"{outcome.trace_id:032x}" for outcome in outcomes}
+    try:
+        turns = turns_from_otlp_file(pipeline.output_dir / "traces.jsonl", offset=pipeline.traces_start)
+    except (OSError, ValueError):  # the summary above already said what happened; the tree is a bonus
+        return
+    shown = [turn for turn in turns if turn.trace_id in wanted]
+    if shown:
+        print(render_turns(shown), file=stream, flush=True)
+
+
 def finish_telemetry(pipeline: Pipeline) -> None:
     finished = pipeline.shutdown()
     dropped = {signal: count for signal, count in pipeline.dropped.items() if count}
@@ -71,6 +87,7 @@ def _replay(args: argparse.Namespace) -> int:
     pipeline, _chain, recorder = start_telemetry(manifest)
     progress = Progress.maybe(args.files, sys.stderr)
     code = EXIT_OK
+    replayed: list[TurnOutcome] = []
     try:
         for path in args.files:
             if progress is not None:
@@ -87,11 +104,14 @@ def _replay(args: argparse.Namespace) -> int:
                 continue
             if progress is not None:
                 progress.finish()
+            replayed.extend(outcomes)
             for outcome in outcomes:
                 print(json.dumps(outcome.to_dict()) if args.format == "json" else format_outcome(outcome),
                       flush=True)
     finally:
         finish_telemetry(pipeline)
+    if args.format == "text":
+        print_turn_trees(pipeline, replayed, sys.stdout)
     return code
 
 
@@ -110,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_NOT_FOUND
     finally:
         finish_telemetry(pipeline)
+    print_turn_trees(pipeline, result.outcomes, sys.stderr)  # stdout is the harness's own
     _quiet_broken_stdout()
     return result.exit_code
 

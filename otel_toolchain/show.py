@@ -52,16 +52,19 @@ def _attributes(span: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _spans(path: Path) -> Iterator[dict[str, Any]]:
-    for request in read_otlp_json_lines(path):
+def _spans(path: Path, offset: int) -> Iterator[dict[str, Any]]:
+    for request in read_otlp_json_lines(path, offset=offset):
         for resource_spans in request.get("resourceSpans", []):
             for scope_spans in resource_spans.get("scopeSpans", []):
                 yield from scope_spans.get("spans", [])
 
 
-def turns_from_otlp_file(path: Path) -> list[RenderedTurn]:
-    """The turns (``invoke_agent`` spans) in an OTLP JSON lines traces file, in the order they ended."""
-    spans = list(_spans(path))
+def turns_from_otlp_file(path: Path, *, offset: int = 0) -> list[RenderedTurn]:
+    """The turns (``invoke_agent`` spans) in an OTLP JSON lines traces file, in the order they ended.
+
+    ``offset`` skips the bytes before it: what earlier runs appended to the same file.
+    """
+    spans = list(_spans(path, offset))
     by_id = {span["spanId"]: span for span in spans}
     children: dict[str, list[dict[str, Any]]] = {}
     for span in spans:

@@ -1,4 +1,4 @@
-"""``otel-toolchain check`` and ``plugins``, through main(argv)."""
+"""``otel-toolchain check``, ``plugins`` and the text of ``replay``, through main(argv)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from otel_toolchain.cli import main
 
@@ -39,3 +40,19 @@ def test_plugins_lists_the_built_ins(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["plugins"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "repeat_guard\totel_toolchain.plugins.repeat_guard:RepeatGuard\t(otel-toolchain)" in lines
+
+
+def test_replay_with_the_embedded_default_draws_this_run_s_turns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_TOOLCHAIN_OUTPUT_DIR", str(tmp_path))
+    for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    healthy = str(REPO / "examples" / "streams" / "claude-code-healthy.jsonl")
+    assert main(["replay", healthy]) == 0
+    assert main(["replay", healthy]) == 0  # the same file again: only this run's turn is drawn
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{healthy} (claude-code) session 313d7db3-cb4b-4a3f-91d1-e286917c53df: 4 calls")
+    assert lines[1].startswith("invoke_agent claude-code  trace ") and lines[1].endswith("  4 calls, 0 failed")
+    assert lines[2:6] == ["├─ Bash           read         0 ms"] * 3 + ["└─ Bash           read         0 ms"]
+    assert len(lines) == 12  # the second run: summary and its own tree, not the first run's again

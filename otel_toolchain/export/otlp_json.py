@@ -54,9 +54,10 @@ def parse_otlp_json(line: str, message: Message) -> Message:
     return json_format.ParseDict(data, message, ignore_unknown_fields=True)
 
 
-def read_otlp_json_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """Every request in an OTLP JSON lines file, as plain dicts (ids stay hex)."""
+def read_otlp_json_lines(path: Path, *, offset: int = 0) -> Iterator[dict[str, Any]]:
+    """Every request in an OTLP JSON lines file from byte ``offset`` on, as plain dicts (ids stay hex)."""
     with path.open(encoding="utf-8") as lines:
+        lines.seek(offset)
         for line in lines:
             if line.strip():
                 yield json.loads(line)

@@ -87,6 +87,8 @@ class Pipeline:
     output_dir: Path | None = None
     _dropped: dict[str, int] = field(default_factory=lambda: {"traces": 0, "metrics": 0, "logs": 0})
     _prometheus_server: Any = None
+    traces_start: int = 0
+    """With the embedded default: the size ``traces.jsonl`` had before this pipeline wrote to it."""
 
     @property
     def prometheus_address(self) -> tuple[str, int] | None:
@@ -259,12 +261,14 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     counts = {"traces": 0, "metrics": 0, "logs": 0}
     dropped = {signal: _Dropped(counts, signal) for signal in counts}
     output_dir: Path | None = None
+    traces_start = 0
     if settings.endpoint or any(environ.get(var) for var in _ENDPOINT_VARS):
         protocol = settings.protocol or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
         spans, metrics, logs = _otlp_exporters(settings, environ, protocol)
         destination = f"OTLP ({protocol})"
     else:
         output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir(environ)
+        traces_start = (output_dir / "traces.jsonl").stat().st_size if (output_dir / "traces.jsonl").exists() else 0
         spans = JsonLinesSpanExporter(output_dir / "traces.jsonl")
         metrics = JsonLinesMetricExporter(output_dir / "metrics.jsonl")
         logs = JsonLinesLogExporter(output_dir / "logs.jsonl")
@@ -289,7 +293,7 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(
         _CountingLogExporter(logs, dropped["logs"]), max_queue_size=settings.max_queue_size))
     return Pipeline(tracer_provider, meter_provider, logger_provider, destination, output_dir, counts,
-                    prometheus_server)
+                    prometheus_server, traces_start)
 
 
 def _metric_reader(exporter: MetricExporter, settings: ExportSettings, dropped: _Dropped) -> MetricReader:
