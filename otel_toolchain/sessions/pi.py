@@ -23,13 +23,13 @@ from collections.abc import Collection
 from typing import Any
 
 from otel_toolchain.sessions._lines import iso_ns, ms_ns
-from otel_toolchain.streams._base import BaseReader, canonical, exit_code_label, opt_str, req_str, text_of
+from otel_toolchain.streams._base import BaseReader, canonical, opt_str, req_str, text_of
 from otel_toolchain.streams.events import Event, Usage
 from otel_toolchain.streams.pi import _usage as pi_usage
+from otel_toolchain.streams.pi import error_type_of as pi_error_type
 
 __all__ = ["PiStoreReader"]
 
-_EXIT_MARKER = "Command exited with code "
 _FAILED_STOPS = frozenset({"error", "aborted"})
 
 
@@ -126,12 +126,7 @@ class PiStoreReader(BaseReader):
             return
         result = text_of(message.get("content"))
         failed = message.get("isError") is True
-        error_type = None
-        if failed:
-            marker_at = result.rfind(_EXIT_MARKER) if result else -1
-            if result and marker_at >= 0:
-                error_type = exit_code_label(result[marker_at + len(_EXIT_MARKER):])
-            error_type = error_type or "tool_error"
+        error_type = pi_error_type(result) if failed else None
         end_ns = ms_ns(message.get("timestamp")) or time_ns
         self._finish_call(out, call_id, result, failed=failed, error_type=error_type, end_ns=end_ns,
                           line_no=line_no, tool=opt_str(message, "toolName") or "unknown")

@@ -37,7 +37,7 @@ from otel_toolchain.streams._base import (
 )
 from otel_toolchain.streams.events import Event, Usage
 
-__all__ = ["PiReader"]
+__all__ = ["PiReader", "error_type_of"]
 
 _EXIT_MARKER = "Command exited with code "
 _FAILED_STOPS = frozenset({"error", "aborted"})
@@ -147,12 +147,7 @@ class PiReader(BaseReader):
         raw = obj.get("result")
         result = text_of(raw.get("content") if isinstance(raw, dict) else raw)
         failed = obj.get("isError") is True
-        error_type = None
-        if failed:
-            marker_at = result.rfind(_EXIT_MARKER) if result else -1
-            if result and marker_at >= 0:
-                error_type = exit_code_label(result[marker_at + len(_EXIT_MARKER):])
-            error_type = error_type or "tool_error"
+        error_type = error_type_of(result) if failed else None
         self._finish_call(
             out, call_id, result, failed=failed, error_type=error_type, end_ns=now_ns, line_no=line_no, tool=tool,
         )
@@ -170,3 +165,11 @@ class PiReader(BaseReader):
     def _on_retry_end(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         if obj.get("success") is False:
             self._retry_failed = True
+
+
+def error_type_of(result: str | None) -> str:
+    """The error type of a failed Pi call: ``exit_code_<n>`` from bash's closing line, else ``tool_error``."""
+    marker_at = result.rfind(_EXIT_MARKER) if result else -1
+    if result and marker_at >= 0:
+        return exit_code_label(result[marker_at + len(_EXIT_MARKER):]) or "tool_error"
+    return "tool_error"
