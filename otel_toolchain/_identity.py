@@ -2,7 +2,7 @@
 
 Two calls are the same when tool, arguments, working directory, result and failure all match. The
 digest of that identity is keyed (BLAKE2b in keyed mode, a MAC) so that a short command cannot be
-recovered from a digest by hashing guesses. The key is random per process unless configured.
+recovered from a digest by hashing guesses. The key is random per Digester (one per chain) unless configured.
 """
 
 from __future__ import annotations

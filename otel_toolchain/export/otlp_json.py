@@ -24,7 +24,7 @@ from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metr
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
-from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -91,7 +91,6 @@ class JsonLinesMetricExporter(MetricExporter):
     def __init__(self, path: Path) -> None:
         super().__init__(preferred_temporality={}, preferred_aggregation={})
         self._out = _Appender(path)
-        self.temporality = AggregationTemporality.CUMULATIVE
 
     def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
         ok = self._out.append(to_otlp_json(encode_metrics(metrics_data)))

@@ -45,7 +45,6 @@ class PiStoreReader(BaseReader):
         super().__init__(strict=strict, source=source)
         self.skip = skip
         self.calls_only = calls_only
-        self.branched_from: str | None = None
         self.version = 1
         self._last_ns = 0
         self._last_stop: str | None = None
@@ -77,7 +76,6 @@ class PiStoreReader(BaseReader):
         self.session_id = req_str(obj, "id")
         self.cwd = opt_str(obj, "cwd")
         self.model = opt_str(obj, "modelId") or self.model
-        self.branched_from = opt_str(obj, "branchedFrom") or opt_str(obj, "parentSession")
         version = obj.get("version")
         self.version = version if isinstance(version, int) else 1
 
