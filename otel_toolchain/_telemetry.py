@@ -50,6 +50,9 @@ class ChainInstruments:
         # series that did not exist before it.
         for plugin in plugins:
             self.plugin_errors.add(0, {semconv.PLUGIN: plugin.name, semconv.HOOK: "on_tool"})
+            if plugin.stop_codes:
+                self.plugin_errors.add(0, {semconv.PLUGIN: plugin.name,
+                                           semconv.HOOK: semconv.LISTENER_HOOK_PREFIX + "on_stop"})
             for code in plugin.stop_codes:
                 for mode in ("enforce", "shadow"):
                     self.stops.add(0, {semconv.PLUGIN: plugin.name, semconv.STOP_REASON: code,

@@ -279,7 +279,7 @@ class Toolchain(SpanProcessor, TurnSink):
             turn.span.set_status(Status(StatusCode.ERROR, signal.reason))
             turn.span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_PLUGIN_PREFIX + signal.plugin)
         for listener in self._stop_listeners:
-            self._guarded(signal.plugin, "on_stop listener", listener, signal)
+            self._guarded(signal.plugin, semconv.LISTENER_HOOK_PREFIX + "on_stop", listener, signal)
 
     def _mark_turn(self, turn: Turn, signal: StopSignal, event: str) -> None:
         mode = "shadow" if signal.shadow else "enforce"
@@ -294,11 +294,11 @@ class Toolchain(SpanProcessor, TurnSink):
             attributes = {semconv.PLUGIN: signal.plugin, semconv.NUDGE_MESSAGE: signal.message}
             turn.span.add_event(semconv.NUDGE_EVENT, attributes)
         for listener in self._nudge_listeners:
-            self._guarded(signal.plugin, "on_nudge listener", listener, signal)
+            self._guarded(signal.plugin, semconv.LISTENER_HOOK_PREFIX + "on_nudge", listener, signal)
 
     def report(self, turn: Turn, report: TurnReport) -> None:
         for listener in self._report_listeners:
-            self._guarded(report.plugin, "on_report listener", listener, report)
+            self._guarded(report.plugin, semconv.LISTENER_HOOK_PREFIX + "on_report", listener, report)
 
     # -- the one guard --------------------------------------------------------------------------------
     def _guarded(self, name: str, hook: str, fn: Callable[..., Any], *args: Any) -> None:
@@ -313,8 +313,9 @@ class Toolchain(SpanProcessor, TurnSink):
                 self._logged.add(name)
             self._instruments.plugin_errors.add(1, {semconv.PLUGIN: name, semconv.HOOK: hook})
             if first:  # once per plugin: a broken plugin raises on every call
-                _log.exception("otel_toolchain plugin %r raised in %s; it keeps running, errors are counted",
-                               name, hook)
+                who = "a listener of plugin" if hook.startswith(semconv.LISTENER_HOOK_PREFIX) else "plugin"
+                _log.exception("otel_toolchain %s %r raised in %s; it keeps running, errors are counted",
+                               who, name, hook)
 
 
 def _stop_event_attributes(signal: StopSignal) -> dict[str, Any]:

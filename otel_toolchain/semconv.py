@@ -54,6 +54,8 @@ STOP_CYCLE_TOOLS: Final = "otel_toolchain.stop.cycle.tools"
 STOP_CYCLE_CALL_IDS: Final = "otel_toolchain.stop.cycle.call_ids"
 STOP_CYCLE_DIGESTS: Final = "otel_toolchain.stop.cycle.digests"
 HOOK: Final = "otel_toolchain.hook"
+LISTENER_HOOK_PREFIX: Final = "listener."
+"""``otel_toolchain.hook`` of an error raised by a listener (``listener.on_stop``…), not by the plugin itself."""
 EXPORT_SIGNAL: Final = "otel_toolchain.signal"
 TOOL_FAILED: Final = "otel_toolchain.tool.failed"
 
