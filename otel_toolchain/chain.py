@@ -18,7 +18,8 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_toolchain import semconv
 from otel_toolchain._identity import Canonicaliser, Digester
-from otel_toolchain._spans import (
+from otel_toolchain._recognise.content import ContentNotes
+from otel_toolchain._recognise.spans import (
     Role,
     ToolRead,
     attributes_of,
@@ -28,9 +29,8 @@ from otel_toolchain._spans import (
     retries_from,
     role_of,
 )
+from otel_toolchain._recognise.tracker import Live, TurnIndex, mark_agent
 from otel_toolchain._telemetry import ChainInstruments, make_telemetry
-from otel_toolchain._turns import Live, TurnIndex, mark_agent
-from otel_toolchain.integrations._capture import ContentNotes
 from otel_toolchain.plugin import Telemetry, ToolPlugin
 from otel_toolchain.signals import NudgeSignal, StopSignal, TurnReport
 from otel_toolchain.turn import Turn, TurnSink

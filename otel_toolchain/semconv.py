@@ -5,7 +5,7 @@ The GenAI names are the string values of the OpenTelemetry GenAI semantic conven
 from ``opentelemetry.semconv._incubating``: that module is private and marks every GenAI name as
 moved. The package's own names live under ``otel_toolchain.*``. The names other conventions use
 (OpenInference, Traceloop, Claude Code), which the chain only reads, live beside their
-normalisers in ``otel_toolchain.integrations._shapes``.
+normalisers in ``otel_toolchain._recognise.shapes``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ::
 
     runs (streams, session stores, OTLP traces)
-      -> neutral events (otel_toolchain.streams / otel_toolchain.sessions / .otlp)
+      -> neutral events (otel_toolchain.harnesses.streams / otel_toolchain.harnesses.stores / .otlp)
       -> per-turn figures by RepeatGuard's own rule (.measure)
       -> distributions in constant memory (.stats), labels (.labels)
       -> the separating range and a suggested limit (.suggest)

@@ -1,8 +1,8 @@
 """``analyze`` itself: read every run, measure every turn, aggregate, and place the limit. No spans.
 
 Inputs are files and folders of streams, session stores and OTLP traces files (see
-:func:`otel_toolchain.sessions.runs_in` and :mod:`.otlp`); with none, the stores
-:func:`otel_toolchain.sessions.discover` finds on this machine. A file that cannot be read is
+:func:`otel_toolchain.harnesses.stores.runs_in` and :mod:`.otlp`); with none, the stores
+:func:`otel_toolchain.harnesses.stores.discover` finds on this machine. A file that cannot be read is
 reported and passed over; the others are still analysed.
 """
 
@@ -19,11 +19,12 @@ from otel_toolchain.analyze.otlp import is_otlp_traces, otlp_turns
 from otel_toolchain.analyze.stats import Aggregate
 from otel_toolchain.analyze.suggest import Separation, separate
 from otel_toolchain.errors import StreamError, ToolchainError
+from otel_toolchain.harnesses.detect import STORE
+from otel_toolchain.harnesses.runs import expand, runs_in
+from otel_toolchain.harnesses.stores import discover
+from otel_toolchain.harnesses.stores.discover import CLAUDE_RETENTION_DAYS, claude_retention_note
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.plugins.repeat_guard import RepeatGuard
-from otel_toolchain.sessions import discover, expand, runs_in
-from otel_toolchain.sessions.discover import CLAUDE_RETENTION_DAYS, claude_retention_note
-from otel_toolchain.streams.replay import STORE
 
 __all__ = ["Analysis", "Guard", "analyze"]
 

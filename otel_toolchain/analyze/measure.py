@@ -18,8 +18,8 @@ from typing import Any
 from otel_toolchain._identity import Canonicaliser
 from otel_toolchain.analyze.polling import cycle_key, is_poll
 from otel_toolchain.calls import ToolCall
+from otel_toolchain.harnesses.events import BadLine, Event, Retry, ToolFinished, ToolStarted, TurnEnded, TurnStarted
 from otel_toolchain.plugins.repeat_guard import RepeatCounter, RepeatGuard
-from otel_toolchain.streams.events import BadLine, Event, Retry, ToolFinished, ToolStarted, TurnEnded, TurnStarted
 
 __all__ = ["RunMeter", "TurnFigures"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
-from otel_toolchain.streams.events import Event, Retry, ToolFinished, TurnEnded, TurnStarted
+from otel_toolchain.harnesses.events import Event, Retry, ToolFinished, TurnEnded, TurnStarted
 
 __all__ = ["OtlpTurn", "is_otlp_traces", "otlp_turns"]
 

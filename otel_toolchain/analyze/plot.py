@@ -1,7 +1,7 @@
 """A PNG of the distribution of turns by peak repeats, healthy and wedged turns and the limits marked.
 
 Needs the optional extra ``plot`` (matplotlib); without it :func:`write_plot` raises
-:class:`~otel_toolchain.sessions.MissingExtra` naming the extra, and the terminal chart remains.
+:class:`~otel_toolchain.harnesses.stores.MissingExtra` naming the extra, and the terminal chart remains.
 Turns are stacked per peak value (unlabelled, polling, healthy, wedged) on a log x axis (log y too
 when one value has over 50 turns; turns without calls are left out); the
 separating range is shaded, the suggested limit is a solid line, the chain's a dashed one.
@@ -14,7 +14,7 @@ from typing import Any
 
 from otel_toolchain.analyze.engine import Analysis
 from otel_toolchain.analyze.stats import Histogram
-from otel_toolchain.sessions import MissingExtra
+from otel_toolchain.harnesses.stores import MissingExtra
 
 __all__ = ["write_plot"]
 

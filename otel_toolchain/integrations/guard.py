@@ -39,9 +39,9 @@ from typing import Any, Final, ParamSpec, TypeVar, cast
 
 from opentelemetry import trace
 
-from otel_toolchain._autoattach import attached
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import ToolchainError, TurnStopped
+from otel_toolchain.integrations._autoattach import attached
 from otel_toolchain.signals import NudgeSignal, StopSignal
 
 __all__ = ["NOTE_PREFIX", "Guard", "Watch", "nudge_note"]
@@ -100,7 +100,7 @@ class Guard:
         chain = toolchain if toolchain is not None else attached()
         if chain is None:
             raise ToolchainError("no toolchain: pass one, or run under opentelemetry-instrument with "
-                                 "otel_toolchain installed (see otel_toolchain._autoattach)")
+                                 "otel_toolchain installed (see otel_toolchain.integrations._autoattach)")
         with _SHARED_LOCK:
             guard = _SHARED.get(chain)
             if guard is None:

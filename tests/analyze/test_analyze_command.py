@@ -13,10 +13,10 @@ import pytest
 from analyze_corpus import LABELS_CSV, write_corpus
 
 from otel_toolchain.analyze import LabelError
-from otel_toolchain.analyze.progress import Progress
-from otel_toolchain.analyzing import register
+from otel_toolchain.cli.analyze import register
+from otel_toolchain.cli.progress import Progress
 from otel_toolchain.errors import ManifestError
-from otel_toolchain.sessions import MissingExtra
+from otel_toolchain.harnesses.stores import MissingExtra
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 

@@ -11,14 +11,14 @@ from analyze_corpus import LABELS_CSV, claude_stream, healthy_poll, healthy_vari
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_toolchain.adapter import SpanWriter
 from otel_toolchain.analyze import Labels, RunMeter, TurnFigures, analyze, render_text, to_dict
+from otel_toolchain.cli.replay import replay_lines
 from otel_toolchain.export.otlp_json import JsonLinesSpanExporter
+from otel_toolchain.harnesses.opener import read_stream
+from otel_toolchain.harnesses.writer import SpanWriter
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.plugins.repeat_guard import RepeatGuard
 from otel_toolchain.recorder import AgentRecorder
-from otel_toolchain.replaying import replay_lines
-from otel_toolchain.streams.replay import read_stream
 
 
 def figures(calls: list[Any], limit: int = 25) -> TurnFigures:

@@ -39,10 +39,10 @@ from e2e_alert_stack import (
     write_prometheus_config,
 )
 
+from otel_toolchain.cli.replay import replay_path
 from otel_toolchain.export.pipeline import ExportSettings, Pipeline, build_pipeline
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.recorder import AgentRecorder
-from otel_toolchain.replaying import replay_path
 
 pytestmark = pytest.mark.integration
 

@@ -20,12 +20,12 @@ INSTRUMENT = shutil.which("opentelemetry-instrument")
 if INSTRUMENT is None or not any(ep.name == "distro" for ep in entry_points(group="opentelemetry_distro")):
     pytest.skip("opentelemetry-instrument and opentelemetry-distro are needed", allow_module_level=True)
 
-ENTRY_POINT = "otel_toolchain = otel_toolchain._autoattach:attach"
+ENTRY_POINT = "otel_toolchain = otel_toolchain.integrations._autoattach:attach"
 
 PLAIN_APP = """
     import json
     from opentelemetry import trace
-    from otel_toolchain._autoattach import attached
+    from otel_toolchain.integrations._autoattach import attached
     chain = attached()
     print(json.dumps({"provider": type(trace.get_tracer_provider()).__name__,
                       "plugins": [p.name for p in chain.plugins] if chain else None}))

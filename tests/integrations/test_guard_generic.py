@@ -10,8 +10,8 @@ import pytest
 from chainkit import Kit, make_kit
 from opentelemetry import trace
 
-from otel_toolchain import _autoattach
 from otel_toolchain.errors import ToolchainError, TurnStopped
+from otel_toolchain.integrations import _autoattach
 from otel_toolchain.integrations.guard import Guard
 from otel_toolchain.testing import Capture
 

@@ -10,7 +10,7 @@ from chainkit import make_kit
 from opentelemetry.trace import Status, StatusCode
 from test_span_shapes import OP, span, util_genai_langchain
 
-from otel_toolchain.integrations._shapes import normalise_arguments, normalise_result
+from otel_toolchain._recognise.shapes import normalise_arguments, normalise_result
 from otel_toolchain.testing import Capture
 
 

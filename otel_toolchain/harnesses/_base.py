@@ -1,0 +1,217 @@
+"""What every stream reader shares: line decoding, dispatch, open calls, turn state and errors.
+
+A reader subclass fills ``_handlers`` with one small method per event type it knows. ``feed``
+decodes the line once, looks its ``type`` up and calls the handler, which appends events to a
+list. Unknown types cost one dict lookup and yield nothing. A handler that trips over a missing
+or mistyped field (``KeyError``, ``TypeError``, ``ValueError``, ``AttributeError``) turns the
+line into a :class:`BadLine`, or a :class:`StreamError` when the reader is strict; events the
+handler emitted before it tripped are kept, so every started call still finishes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from otel_toolchain.errors import StreamError
+from otel_toolchain.harnesses.events import (
+    BadLine,
+    Event,
+    Retry,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+)
+
+__all__ = ["StreamReader"]
+
+Handler = Callable[[dict[str, Any], int, int, list[Event]], None]
+"""(decoded line, line number, arrival time in ns, events out) -> None."""
+
+_TEXT_LIMIT = 200
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+"""The same JSON as ``_identity.canonical_json``, with the encoder built once instead of per call."""
+
+
+class StreamReader(Protocol):
+    """Turns one harness's JSON lines into neutral events, a line at a time."""
+
+    harness: str
+
+    def feed(self, line: str, line_no: int, now_ns: int) -> list[Event]:
+        """The events of one line; ``now_ns`` is when the line arrived."""
+        ...
+
+    def close(self, now_ns: int) -> list[Event]:
+        """End of input: fail the calls still open as ``interrupted`` and end an open turn."""
+        ...
+
+
+def req_str(obj: dict[str, Any], key: str) -> str:
+    """``obj[key]``, which must be a string (KeyError or TypeError otherwise)."""
+    value = obj[key]
+    if not isinstance(value, str):
+        raise TypeError(f"field {key!r} is {type(value).__name__}, not a string")
+    return value
+
+
+def opt_str(obj: dict[str, Any], key: str) -> str | None:
+    """``obj[key]`` if it is a string, else None."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def opt_int(obj: dict[str, Any], key: str) -> int:
+    """``obj[key]`` if it is a number, else 0."""
+    value = obj.get(key)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON text of a tool's input: sorted keys, compact, non-ASCII kept."""
+    return _ENCODE(value)
+
+
+def text_of(content: Any) -> str | None:
+    """Result text: a string as it is, or the text blocks of a block list joined by newlines."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            block["text"] for block in content
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        )
+    return _ENCODE(content)
+
+
+def exit_code_label(number: str) -> str | None:
+    """``exit_code_<n>`` from the text of a number (its first word), or None if it is not one."""
+    word = number.split(None, 1)[0] if number and not number.isspace() else ""
+    return f"exit_code_{int(word)}" if word.lstrip("-").isdigit() else None
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing field {exc.args[0]!r}" if exc.args else "missing field"
+    return str(exc) or type(exc).__name__
+
+
+class BaseReader:
+    """Shared state and helpers of the four readers; see the module docstring."""
+
+    harness: str
+    shell_tools: frozenset[str] = frozenset()
+    """Tool names that run shell commands; their ToolFinished carries the session cwd."""
+
+    def __init__(self, *, strict: bool = False, source: str = "-") -> None:
+        self.strict = strict
+        self.source = source
+        self.session_id: str | None = None
+        self.model: str | None = None
+        self.cwd: str | None = None
+        self._turn_open = False
+        self._calls: dict[str, ToolStarted] = {}
+        """The calls started and not yet finished, by call id."""
+        self._usage: dict[str, Any] = {}
+        """Raw usage records of the open turn by key (message id, step id...), read at its end."""
+        self._last_line = 0
+        self._handlers: dict[str, Handler] = {}
+
+    def feed(self, line: str, line_no: int, now_ns: int) -> list[Event]:
+        """The events of one line; see :class:`StreamReader`."""
+        self._last_line = line_no
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return [] if not line.strip() else self._bad(line_no, "not JSON", line)
+        if not isinstance(obj, dict):
+            return self._bad(line_no, "not a JSON object", line)
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            return self._bad(line_no, "no 'type' field", line)
+        handler = self._handlers.get(kind)
+        if handler is None:
+            return []
+        out: list[Event] = []
+        try:
+            handler(obj, line_no, now_ns, out)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out.extend(self._bad(line_no, f"{kind}: {_describe(exc)}", line))
+        return out
+
+    def close(self, now_ns: int) -> list[Event]:
+        """End of input; see :class:`StreamReader`."""
+        out: list[Event] = []
+        if self._turn_open or self._calls:
+            self._end_turn(out, now_ns, self._last_line, is_error=True)
+        return out
+
+    def _usage_of(self, raw: Any) -> Usage | None:
+        """One raw usage record as Usage; readers that record usage override this."""
+        return None
+
+    def _total_usage(self) -> Usage | None:
+        total: Usage | None = None
+        for raw in self._usage.values():
+            usage = self._usage_of(raw)
+            if usage is not None:
+                total = usage if total is None else total.plus(usage)
+        return total
+
+    def _bad(self, line_no: int, reason: str, line: str) -> list[Event]:
+        if self.strict:
+            raise StreamError(reason, source=self.source, line_no=line_no)
+        return [BadLine(line_no, reason, line.rstrip("\r\n")[:_TEXT_LIMIT])]
+
+    def _start_turn(self, out: list[Event], time_ns: int, line_no: int) -> None:
+        if not self._turn_open:
+            self._turn_open = True
+            out.append(TurnStarted(self.harness, self.session_id, self.model, self.cwd, time_ns, line_no))
+
+    def _retry(self, out: list[Event], attempt: int, reason: str | None, time_ns: int, line_no: int) -> None:
+        self._start_turn(out, time_ns, line_no)
+        out.append(Retry(attempt, reason, time_ns, line_no))
+
+    def _start_call(
+        self, out: list[Event], call_id: str, tool: str, arguments: str, *, parent: str | None = None,
+        time_ns: int, line_no: int,
+    ) -> None:
+        if not self._turn_open:
+            self._start_turn(out, time_ns, line_no)
+        self._calls[call_id] = started = ToolStarted(call_id, tool, arguments, parent, time_ns, line_no)
+        out.append(started)
+
+    def _finish_call(
+        self, out: list[Event], call_id: str, result: str | None, *, failed: bool, error_type: str | None,
+        end_ns: int, line_no: int, tool: str = "unknown", arguments: str | None = None, cwd: str | None = None,
+    ) -> None:
+        """Finish ``call_id``; a call never seen starting finishes with start = end and ``tool``."""
+        call = self._calls.pop(call_id, None)
+        if call is None:
+            self._start_turn(out, end_ns, line_no)
+            call = ToolStarted(call_id, tool, arguments or "", None, end_ns, line_no)
+        if cwd is None and call.tool in self.shell_tools:
+            cwd = self.cwd
+        out.append(ToolFinished(
+            call_id, call.tool, call.arguments if arguments is None else arguments, result, failed,
+            error_type if failed else None, call.parent_call_id, call.time_ns, end_ns, cwd, line_no,
+        ))
+
+    def _end_turn(
+        self, out: list[Event], time_ns: int, line_no: int, *, is_error: bool, usage: Usage | None = None,
+    ) -> None:
+        """Fail the open calls as interrupted, emit TurnEnded and forget the turn's state."""
+        self._start_turn(out, time_ns, line_no)
+        for call_id in reversed(list(self._calls)):  # innermost (latest) first, so sub-agent calls nest
+            self._finish_call(
+                out, call_id, None, failed=True, error_type="interrupted", end_ns=time_ns, line_no=line_no,
+            )
+        if usage is None and self._usage:
+            usage = self._total_usage()
+        out.append(TurnEnded(time_ns, line_no, is_error, usage, self.model, self.session_id))
+        self._turn_open = False
+        self._usage.clear()
+
