@@ -24,10 +24,10 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from otel_toolchain.cli.replay import replay_lines
+from otel_toolchain.harnesses.live import run_harness
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.recorder import AgentRecorder
-from otel_toolchain.replaying import replay_lines
-from otel_toolchain.running import run_harness
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "streams"
