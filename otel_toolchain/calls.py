@@ -1,76 +1,46 @@
-"""The records plugins receive: a finished tool call and a provider retry."""
+"""The values plugins receive: a finished tool call and a provider retry.
+
+Each is built once, by whoever saw the call (the recorder, a harness adapter, the OTLP receiver,
+the span reader for other instrumentations), and handed on unchanged: immutable, safe to keep
+and to pass between threads.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from otel_toolchain import semconv
-from otel_toolchain._identity import Canonicaliser, Digester, canonical_json
+__all__ = ["UNKNOWN_TOOL", "Retry", "ToolCall"]
 
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
-__all__ = ["Retry", "ToolCall"]
-
-_DEFAULT_CANONICALISER = Canonicaliser()
+UNKNOWN_TOOL = "unknown"
+"""The tool name of a call rebuilt from a lone result, whose start was never seen."""
 
 
-@dataclass(slots=True, eq=False)
-class ToolCall:
+class ToolCall(NamedTuple):
     """A finished tool call, as the plugins of one turn see it, in order.
 
-    Plugins always see the full arguments and result, whether or not the span records them.
-    ``tags`` carries what earlier plugins said of the call (``classify`` puts its class under
-    ``"class"``); :meth:`tag` also writes the tag to the span while the span is still live.
+    ``arguments`` is the parsed input (usually a dict; text that is not JSON stays text; None when
+    there was none or it was not recorded). ``result`` is the result as text. ``has_content`` is
+    False when the source recorded neither arguments nor result (an instrumentation with content
+    capture off): such a call can be counted but not told apart from another one.
+
+    Plugins see the full arguments and result whether or not the span records them. A tuple under
+    the hood, so building one costs little on the hot path; compare calls with
+    :class:`otel_toolchain.identity.Identity`, not ``==``.
     """
 
     tool: str
-    call_id: str | None = None
-    raw_arguments: str | None = None
+    arguments: Any = None
     result: str | None = None
     failed: bool = False
     error_type: str | None = None
+    call_id: str | None = None
+    cwd: str | None = None
     start_ns: int = 0
     end_ns: int = 0
-    cwd: str | None = None
-    index: int = 0
-    """1-based position of the call in its turn."""
     trace_id: int = 0
     span_id: int = 0
-    tags: dict[str, str] = field(default_factory=dict)
-    span: Span | None = field(default=None, repr=False)
-    """The live tool span while plugins run before it ends; None when it has already ended."""
-    digester: Digester | None = field(default=None, repr=False)
-    canonicaliser: Canonicaliser = field(default=_DEFAULT_CANONICALISER, repr=False)
-    _parsed: Any = field(default=None, repr=False)
-    _is_parsed: bool = field(default=False, repr=False)
-    _digest: str | None = field(default=None, repr=False)
-
-    @property
-    def arguments(self) -> str:
-        """The arguments as canonical JSON (sorted keys), or as given when they are not JSON."""
-        parsed = self.parsed_arguments
-        return canonical_json(parsed) if parsed is not None else (self.raw_arguments or "")
-
-    @property
-    def parsed_arguments(self) -> Any:
-        """The arguments as a Python value, or None when they are absent or not JSON (read-only)."""
-        if not self._is_parsed:
-            self._parsed = self.canonicaliser.parse(self.raw_arguments)
-            self._is_parsed = True
-        return self._parsed
-
-    @property
-    def identity(self) -> tuple[str, Any, str, str, bool]:
-        """What makes two calls the same: tool, arguments, working directory, result and failure.
-
-        Arguments compare as parsed JSON, so key order does not matter (dicts compare by content)
-        and no canonical text has to be written on the hot path; text that is not JSON compares as is.
-        """
-        parsed = self.parsed_arguments
-        return (self.tool, parsed if parsed is not None else self.raw_arguments or "", self.cwd or "",
-                self.result or "", self.failed)
+    has_content: bool = True
 
     @property
     def duration_ms(self) -> int:
@@ -78,27 +48,21 @@ class ToolCall:
         return max(0, self.end_ns - self.start_ns) // 1_000_000
 
     @property
-    def digest(self) -> str:
-        """Keyed digest of the call's identity: tool, arguments, working directory, result, failure."""
-        if self._digest is None:
-            digester = self.digester or Digester(b"otel_toolchain-unkeyed")
-            self._digest = digester.digest(self.tool, self.arguments, self.cwd or "", self.result or "",
-                                           "1" if self.failed else "0")
-        return self._digest
-
-    def tag(self, key: str, value: str) -> None:
-        """Tag the call for later plugins, and the live span as ``otel_toolchain.tool.<key>``."""
-        self.tags[key] = value
-        if self.span is not None and self.span.is_recording():
-            self.span.set_attribute(semconv.TOOL_TAG_PREFIX + key, value)
-
+    def rebuilt(self) -> bool:
+        """A call rebuilt from a lone result: its tool and arguments are unknown."""
+        return self.tool == UNKNOWN_TOOL and self.arguments is None
 
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """A provider retry: the model API call failed and the harness tried again."""
+    """A provider retry: the model API call failed and the harness tried again.
+
+    ``line_no`` is the stream line it was read from (0 where it did not come from a stream).
+    """
 
     attempt: int = 1
     reason: str | None = None
     error_type: str | None = None
     time_ns: int = 0
+    line_no: int = 0
+

@@ -42,6 +42,18 @@ class StopSignal:
     cycle: tuple[CycleCall, ...] = ()
     shadow: bool = False
     """A shadow verdict is recorded and counted but sent to no listener."""
+    loop_start: int = 0
+    """1-based index of the loop's first call: the first call of its first repetition."""
+    loop_calls: int = 0
+    """Calls the loop took, from ``loop_start`` to ``at_call``."""
+    loop_seconds: float = 0.0
+    """Time the loop took, from its first call's start to the stopping call's end."""
+    ignored_fields: tuple[str, ...] = ()
+    """Argument fields left out of the cycle's identity (annotations such as ``description``)."""
+    masked: bool = False
+    """Volatile tokens of a failed result were masked to find the repetition."""
+    note: str = ""
+    """Why a verdict is shadow-only when the plugin runs in enforce mode (no content to compare)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The signal as JSON-ready data, with the ids in W3C hex form."""

@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from otel_toolchain.calls import ToolCall
 from otel_toolchain.chain import Toolchain
+from otel_toolchain.identity import parse_arguments
 from otel_toolchain.plugin import ToolPlugin
 from otel_toolchain.turn import Turn, TurnSink
 
@@ -127,11 +128,8 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
 
 
 def make_tool_call(tool: str = "Bash", arguments: object = None, **fields: Any) -> ToolCall:
-    """A ToolCall for driving plugin hooks directly; ``arguments`` may be any JSON-able value."""
-    import json  # noqa: PLC0415 (kept local: the only user)
-
-    raw = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
-    return ToolCall(tool=tool, raw_arguments=raw, **fields)
+    """A ToolCall for driving plugin hooks directly; ``arguments`` may be a JSON text or any value."""
+    return ToolCall(tool, parse_arguments(arguments) if isinstance(arguments, str) else arguments, **fields)
 
 
 class FakeTurn(Turn):
@@ -140,16 +138,17 @@ class FakeTurn(Turn):
     def __init__(self, trace_id: int = 1, span_id: int = 1, agent: str | None = "test") -> None:
         super().__init__(trace_id, span_id, is_agent=True, agent=agent, span=None, sink=_KeepingSink())
         self.stops: list[Any] = []
-        self.nudges: list[Any] = []
+        self.call_tags: list[dict[str, str]] = []
+        """The tags the plugins gave each call, in order."""
 
     def run(self, plugins: Sequence[ToolPlugin], calls: Sequence[ToolCall]) -> FakeTurn:
         """Feed ``calls`` through ``plugins`` in order, as a chain would (unguarded)."""
         for call in calls:
             self.calls += 1
-            call.index = self.calls
-            call.trace_id, call.span_id = self.trace_id, call.span_id or self.calls
+            self.tags = {}
             for plugin in plugins:
                 plugin.on_tool(call, self)
+            self.call_tags.append(self.tags)
         return self
 
     def end(self, plugins: Sequence[ToolPlugin]) -> FakeTurn:
@@ -164,7 +163,3 @@ class _KeepingSink(TurnSink):
         super().stop(turn, signal)
         if first and isinstance(turn, FakeTurn):  # like the chain: one stop per turn
             turn.stops.append(signal)
-
-    def nudge(self, turn: Turn, signal: Any) -> None:
-        if isinstance(turn, FakeTurn):
-            turn.nudges.append(signal)

@@ -1,4 +1,4 @@
-"""One turn's state inside a chain, and what plugins may do to it."""
+"""One turn's state inside a chain, what plugins may do to it, and who hears of its verdicts."""
 
 from __future__ import annotations
 
@@ -11,23 +11,44 @@ from otel_toolchain.signals import NudgeSignal, StopSignal, TurnReport
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-__all__ = ["Turn"]
+    from otel_toolchain.identity import IdentityKey
+
+__all__ = ["Turn", "TurnObserver", "TurnSink"]
 
 _T = TypeVar("_T")
+
+
+class TurnObserver:
+    """Hears of one turn's verdicts as they happen: the adapter that opened the turn, usually.
+
+    Called on the thread that handed the chain the call (or ended the turn); guarded like a
+    listener, so an observer that raises is counted and never reaches the agent. No-ops here.
+    """
+
+    def on_stop(self, signal: StopSignal) -> None:
+        """The turn was stopped (only the first enforced stop, never a shadow one)."""
+
+    def on_nudge(self, signal: NudgeSignal) -> None:
+        """A plugin asks the harness to redirect the agent."""
+
+    def on_report(self, report: TurnReport) -> None:
+        """A plugin's end-of-turn report."""
 
 
 class Turn:
     """A turn (one agent run) as the chain tracks it, keyed by its trace id and span id.
 
-    Plugins read ``calls``, ``retries`` and ``stopped``, keep per-turn state with ``state_of``, and
-    act through ``stop``, ``nudge`` and ``report``; the chain turns those into span status, events,
-    metrics and listener calls. ``lock`` serialises the hooks of this turn (re-entrant, so a listener
-    may record on the same turn).
+    Plugins read ``calls`` (the number of calls so far, the current one included: its 1-based
+    index), ``retries``, ``stopped`` and ``tags`` (what earlier plugins said of the current call),
+    keep per-turn state with ``state_of``, and act through ``tag``, ``stop``, ``nudge`` and
+    ``report``; the chain turns those into span attributes, status, events, metrics and observer
+    calls. ``lock`` serialises the hooks of this turn (re-entrant, so a listener may record on
+    the same turn).
     """
 
     __slots__ = (
-        "_sink", "_states", "agent", "calls", "closed", "is_agent", "lock", "reports", "retries", "shadow_stopped",
-        "span", "span_id", "stopped", "trace_id",
+        "_sink", "_states", "agent", "calls", "closed", "evicted", "is_agent", "lock", "nudges", "observer",
+        "reports", "retries", "shadow_stopped", "span", "span_id", "stopped", "tags", "trace_id",
     )
 
     def __init__(
@@ -39,6 +60,7 @@ class Turn:
         agent: str | None,
         span: Span | None,
         sink: TurnSink,
+        observer: TurnObserver | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.span_id = span_id
@@ -46,13 +68,18 @@ class Turn:
         self.agent = agent
         self.span = span
         """The live turn span, while it is live; status and events of a stop go on it."""
+        self.observer = observer
         self.calls = 0
         self.retries = 0
         self.closed = False
-        """The turn span has ended; a call that still arrives belongs to a turn already reported."""
+        """The turn has ended; a call that still arrives belongs to a turn already reported."""
+        self.evicted = False
+        """The chain dropped the turn's state to stay within ``max_open_turns``; its calls are no longer run."""
         self.stopped: StopSignal | None = None
         self.shadow_stopped: StopSignal | None = None
+        self.nudges: list[NudgeSignal] = []
         self.reports: list[TurnReport] = []
+        self.tags: dict[str, str] = {}
         self.lock = threading.RLock()
         self._states: dict[int, Any] = {}
         self._sink = sink
@@ -68,6 +95,15 @@ class Turn:
             state = self._states[id(owner)] = factory()
         return state
 
+    def drop_states(self) -> None:
+        """Forget every plugin's state (the turn was evicted, or has been reported)."""
+        self._states.clear()
+
+    def tag(self, key: str, value: str) -> None:
+        """Say something of the current call: later plugins read it in ``tags``, and it goes on the
+        call's span as ``otel_toolchain.tool.<key>``."""
+        self.tags[key] = value
+
     def stop(self, signal: StopSignal) -> None:
         """End the turn (or, for a shadow verdict, only record that it would have been ended).
 
@@ -80,15 +116,19 @@ class Turn:
         self._sink.nudge(self, signal)
 
     def report(self, plugin: str, label: str, value: dict[str, Any]) -> TurnReport:
-        """Hand an end-of-turn report to the chain's report listeners."""
+        """Hand an end-of-turn report to the chain."""
         report = TurnReport(plugin, label, self.trace_id, self.span_id, value)
         self.reports.append(report)
         self._sink.report(self, report)
         return report
 
+    def digest(self, key: IdentityKey) -> str:
+        """The keyed digest of a call's identity, as it may leave the process (see ``Toolchain(digest_key=)``)."""
+        return self._sink.digest(key)
+
 
 class TurnSink:
-    """What a Turn reports to: the chain. Listed here so plugins can be tested with a fake one."""
+    """What a Turn reports to: the chain. Usable alone, so plugins can be tested without one."""
 
     def stop(self, turn: Turn, signal: StopSignal) -> None:
         if signal.shadow:
@@ -97,7 +137,12 @@ class TurnSink:
             turn.stopped = signal
 
     def nudge(self, turn: Turn, signal: NudgeSignal) -> None:
-        """Nudges go nowhere unless a chain is listening."""
+        turn.nudges.append(signal)
 
     def report(self, turn: Turn, report: TurnReport) -> None:
         """Reports stay on the turn unless a chain is listening."""
+
+    def digest(self, key: IdentityKey) -> str:
+        from otel_toolchain.identity import Digester  # noqa: PLC0415 (only turns without a chain need it)
+
+        return Digester(b"otel_toolchain-unkeyed").of_identity(key)

@@ -34,8 +34,8 @@ class Recording(ToolPlugin):
         self.seen: list[tuple[str, Any]] = []
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
-        self.seen.append(("tool", (call.tool, dict(call.tags), call.index, turn.span_id)))
-        call.tag(self.label, "yes")
+        self.seen.append(("tool", (call.tool, dict(turn.tags), turn.calls, turn.span_id)))
+        turn.tag(self.label, "yes")
 
     def on_retry(self, retry: Retry, turn: Turn) -> None:
         self.seen.append(("retry", retry.attempt))
@@ -244,16 +244,14 @@ class TestState:
         capture.shutdown()
 
 
-def test_a_plugin_alone_is_a_span_processor(capture: Capture) -> None:
-    """Added to a provider by itself, a plugin runs as a chain of one."""
-    guard = RepeatGuard(limit=2)
-    capture.tracer_provider.add_span_processor(guard)
+def test_a_plugin_alone_runs_as_a_chain_of_one(capture: Capture) -> None:
+    chain = Toolchain([RepeatGuard(limit=2)]).install(capture.tracer_provider)
     stops: list[int] = []
-    guard.toolchain.on_stop(lambda s: stops.append(s.at_call))
+    chain.on_stop(lambda s: stops.append(s.at_call))
     tracer = capture.tracer_provider.get_tracer("t")
     with tracer.start_as_current_span("invoke_agent", attributes=AGENT):
         for _ in range(3):
-            tool_span(tracer)
+            tool_span(tracer, **{semconv.GEN_AI_TOOL_CALL_RESULT: "same"})
     assert stops == [2]
 
 

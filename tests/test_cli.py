@@ -17,7 +17,8 @@ def test_check_prints_the_chain(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["check", str(path)]) == 0
     assert capsys.readouterr().out == (
         f"{path}: ok, 1 plugin(s) in this order:\n"
-        "  1. repeat_guard (limit=9, max_period=3, mode='enforce', nudge_at=None)\n"
+        "  1. repeat_guard (limit=9, max_period=3, limits={}, poll_limit=None, mode='enforce', nudge_at=None, "
+        "ignore_args={}, mask_failures=True)\n"
     )
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from otel_toolchain._identity import Digester
 from otel_toolchain.cli import main
+from otel_toolchain.identity import Digester, Identity
 from otel_toolchain.testing import make_tool_call
 
 WEDGE = str(REPO / "examples" / "streams" / "claude-code-wedge.jsonl")
@@ -20,14 +20,14 @@ def test_same_key_same_digest_other_key_other_digest() -> None:
     call = {"tool": "Bash", "arguments": {"command": "ls"}, "result": "a"}
     digests = []
     for key in (b"k1", b"k1", b"k2"):
-        one = make_tool_call(call["tool"], call["arguments"], result=call["result"], digester=Digester(key))
-        digests.append(one.digest)
+        one = make_tool_call(call["tool"], call["arguments"], result=call["result"])
+        digests.append(Digester(key).of_identity(Identity().key(one)))
     assert digests[0] == digests[1] != digests[2]
 
 
 def test_a_digest_is_not_the_unkeyed_hash_of_the_identity() -> None:
     """A guess of a short command, hashed without the key, does not match."""
-    digest = make_tool_call("Bash", {"command": "ls"}, result="a", digester=Digester(b"secret")).digest
+    digest = Digester(b"secret").of_identity(Identity().key(make_tool_call("Bash", {"command": "ls"}, result="a")))
     guesses = {hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
                for text in ("ls", '{"command":"ls"}', 'Bash\x1f{"command":"ls"}\x1f\x1fa\x1f0\x1f')}
     assert digest not in guesses

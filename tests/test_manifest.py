@@ -51,8 +51,7 @@ mode = "shadow"
     ('[[agent.tool_plugins]]\nplugin = "repeat_guard"\nlimit = 0\n',
      "pack.toml: agent.tool_plugins[0] (repeat_guard): limit: Input should be greater than or equal to 1"),
     ('[[agent.tool_plugins]]\nplugin = "repeat_guard"\nlimit = "many"\n',
-     "pack.toml: agent.tool_plugins[0] (repeat_guard): limit: Input should be a valid integer, "
-     "unable to parse string as an integer"),
+     "pack.toml: agent.tool_plugins[0] (repeat_guard): limit: Input should be a valid integer"),
     ('[[agent.tool_plugins]]\nplugin = "tool_stats"\n[[agent.tool_plugins]]\nplugin = "repeat_guard"\n'
      'limit = 3\nlimt = 4\n',
      "pack.toml: agent.tool_plugins[1] (repeat_guard): limt: unknown parameter"),

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from otel_toolchain._identity import canonical_json
+from otel_toolchain.identity import canonical_json
 
 __all__ = [
     "CAPTURE_HINTS",

@@ -20,20 +20,19 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from opentelemetry.util.types import Attributes
 
 from otel_toolchain import semconv
-from otel_toolchain._content import take
-from otel_toolchain._identity import canonical_json
 from otel_toolchain._recognise import shapes as shp
 from otel_toolchain.calls import Retry, ToolCall
+from otel_toolchain.identity import parse_arguments
 
 __all__ = [
-    "Role", "ToolRead", "attributes_of", "failure_of", "is_decided", "read_tool_call", "retries_from", "role_of",
+    "Role", "attributes_of", "failure_of", "is_decided", "read_tool_call", "retries_from", "role_of",
 ]
 
 _TOOL_PREFIX: Final = semconv.OPERATION_EXECUTE_TOOL + " "
@@ -111,53 +110,34 @@ def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-class ToolRead(NamedTuple):
-    """A tool span read as a call, and whether the span carried the call's content at all."""
-
-    call: ToolCall
-    has_content: bool
-
-
-def read_tool_call(span: ReadableSpan, *, end_ns: int | None = None, child_failure: str | None = None) -> ToolRead:
-    """The ToolCall a tool span describes; content offered by the recorder takes precedence.
+def read_tool_call(span: ReadableSpan, *, end_ns: int | None = None, child_failure: str | None = None) -> ToolCall:
+    """The ToolCall a tool span of another instrumentation describes.
 
     ``child_failure`` is the error type of a failed direct child (Claude Code fails the child).
+    ``has_content`` is False when the span carried neither arguments nor result.
     """
     attrs = attributes_of(span)
     context = span.get_span_context()
-    span_id = context.span_id if context is not None else 0
-    offered = take(span_id)
     call_id = _first(attrs, (semconv.GEN_AI_TOOL_CALL_ID, shp.CC_TOOL_USE_ID, shp.OI_TOOL_ID))
     result_failed = False
-    if offered is not None:
-        arguments, result, has_content = offered.arguments, offered.result, True
-    else:
-        arguments, result = _first(attrs, _ARGUMENT_KEYS), _first(attrs, _RESULT_KEYS)
-        has_content = arguments is not None or result is not None
-        if arguments is not None:
-            arguments = shp.normalise_arguments(arguments)
-        elif shp.CC_FILE_PATH in attrs:  # Claude Code with OTEL_LOG_TOOL_DETAILS: what there is
-            arguments = canonical_json({shp.CC_FILE_PATH: attrs[shp.CC_FILE_PATH]})
-        if result is not None:
-            info = shp.normalise_result(result)
-            result, call_id, result_failed = info.text, call_id or info.call_id, info.failed
+    text, result = _first(attrs, _ARGUMENT_KEYS), _first(attrs, _RESULT_KEYS)
+    has_content = text is not None or result is not None
+    arguments: Any = None
+    if text is not None:
+        arguments = parse_arguments(shp.normalise_arguments(text))
+    elif shp.CC_FILE_PATH in attrs:  # Claude Code with OTEL_LOG_TOOL_DETAILS: what there is
+        arguments = {shp.CC_FILE_PATH: attrs[shp.CC_FILE_PATH]}
+    if result is not None:
+        info = shp.normalise_result(result)
+        result, call_id, result_failed = info.text, call_id or info.call_id, info.failed
     error_type = _failure(span, attrs) or child_failure
     if error_type is None and result_failed:
         error_type = semconv.ERROR_TYPE_OTHER
-    call = ToolCall(
-        tool=_tool_name(span.name, attrs),
-        call_id=call_id,
-        raw_arguments=arguments,
-        result=result,
-        failed=error_type is not None,
-        error_type=error_type,
-        start_ns=span.start_time or 0,
-        end_ns=end_ns or span.end_time or time.time_ns(),
-        cwd=_text(attrs.get(semconv.TOOL_CWD)),
-        trace_id=context.trace_id if context is not None else 0,
-        span_id=span_id,
+    return ToolCall(
+        _tool_name(span.name, attrs), arguments, result, error_type is not None, error_type, call_id,
+        _text(attrs.get(semconv.TOOL_CWD)), span.start_time or 0, end_ns or span.end_time or time.time_ns(),
+        context.trace_id if context is not None else 0, context.span_id if context is not None else 0, has_content,
     )
-    return ToolRead(call, has_content)
 
 
 def _tool_name(name: str, attrs: Mapping[str, Any]) -> str:

@@ -10,15 +10,12 @@ The per-period figures read the guard's run counters the way the guard reads the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from otel_toolchain._identity import Canonicaliser
-from otel_toolchain.analyze.polling import cycle_key, is_poll
 from otel_toolchain.calls import ToolCall
 from otel_toolchain.harnesses.events import BadLine, Event, Retry, ToolFinished, ToolStarted, TurnEnded, TurnStarted
+from otel_toolchain.plugins._polls import cycle_key, is_poll
 from otel_toolchain.plugins.repeat_guard import RepeatCounter, RepeatGuard
 
 __all__ = ["RunMeter", "TurnFigures"]
@@ -63,30 +60,12 @@ class TurnFigures:
         return f"{self.source}#{self.turn}"
 
 
-class _Call(ToolCall):
-    """A ToolCall whose identity (ToolCall's own) is worked out once: the guard asks for it on every
-    later call that compares with this one."""
-
-    __slots__ = ("_identity",)
-    _identity: tuple[str, Any, str, str, bool]
-
-    @property
-    def identity(self) -> tuple[str, Any, str, str, bool]:
-        try:
-            return self._identity
-        except AttributeError:
-            self._identity = super().identity
-            return self._identity
-
-
 class _TurnState:
-    __slots__ = ("canonicaliser", "cycle", "fig", "guard_state", "streak")
+    __slots__ = ("cycle", "fig", "guard_state", "streak")
 
-    def __init__(self, fig: TurnFigures, max_period: int) -> None:
+    def __init__(self, fig: TurnFigures, guard: RepeatGuard) -> None:
         self.fig = fig
-        self.guard_state = RepeatCounter(max_period)
-        self.canonicaliser = Canonicaliser()
-        """Parses each distinct argument text once; per turn, as only a turn's calls are compared."""
+        self.guard_state = RepeatCounter(guard.max_period, guard.identity)
         self.cycle: list[ToolCall] = []
         """The calls of the peak's cycle."""
         self.streak = 0
@@ -129,7 +108,7 @@ class RunMeter:
     def _begin(self, harness: str, session_id: str | None, line_no: int) -> _TurnState:
         self._turns += 1
         fig = TurnFigures(self.source, self._turns, harness, session_id, line_no, by_period=[0] * self.guard.max_period)
-        self._open = _TurnState(fig, self.guard.max_period)
+        self._open = _TurnState(fig, self.guard)
         return self._open
 
     def _ensure(self) -> _TurnState:
@@ -145,8 +124,8 @@ class RunMeter:
         state = self._ensure()
         fig = state.fig
         fig.calls += 1
-        call = _Call(event.tool, event.call_id, event.arguments, event.result, event.failed, event.error_type,
-                        event.start_ns, event.end_ns, event.cwd, fig.calls, canonicaliser=state.canonicaliser)
+        call = ToolCall(event.tool, event.arguments, event.result, event.failed, event.error_type, event.call_id,
+                        event.cwd, event.start_ns, event.end_ns)
         self._count(state, call)
 
     def _count(self, state: _TurnState, call: ToolCall) -> None:
@@ -159,30 +138,23 @@ class RunMeter:
             state.streak = 0
         guard_state = state.guard_state
         period, repeats = guard_state.add(call)
+        index = guard_state.calls
         by_period = fig.by_period
-        if call.index <= len(by_period):  # a cycle of p calls is there once from the p-th call on
-            by_period[call.index - 1] = max(by_period[call.index - 1], 1)
+        if index <= len(by_period):  # a cycle of p calls is there once from the p-th call on
+            by_period[index - 1] = max(by_period[index - 1], 1)
         if any(guard_state.runs):
-            for index, run in enumerate(guard_state.runs):
-                reached = (run + index + 1) // (index + 1)  # as RepeatGuard reads its run counters
-                by_period[index] = max(by_period[index], reached)
+            for slot, run in enumerate(guard_state.runs):
+                reached = (run + slot + 1) // (slot + 1)  # as RepeatGuard reads its run counters
+                by_period[slot] = max(by_period[slot], reached)
         if repeats > fig.peak:
-            fig.peak, fig.peak_period, fig.peak_at = repeats, period, call.index
+            fig.peak, fig.peak_period, fig.peak_at = repeats, period, index
             state.cycle = list(guard_state.recent)[-period:]
         if fig.stop_at is None and self.limit is not None and repeats >= self.limit:
-            fig.stop_at = call.index
+            fig.stop_at = index
 
 
 def _describe_peak(fig: TurnFigures, calls: list[ToolCall]) -> None:
     """Fill in the peak's cycle text and whether it is all polls, from the cycle's calls."""
-    described = [(call.tool, _arguments(call)) for call in calls]
+    described = [(call.tool, call.arguments if call.arguments is not None else {}) for call in calls]
     fig.peak_cycle = cycle_key(described)
     fig.polling = bool(described) and all(is_poll(tool, arguments) for tool, arguments in described)
-
-
-def _arguments(call: ToolCall) -> Any:
-    raw = call.raw_arguments
-    try:
-        return json.loads(raw) if raw else {}
-    except ValueError:
-        return raw

@@ -24,6 +24,7 @@ from typing import Any
 
 from otel_toolchain import semconv
 from otel_toolchain.harnesses.events import Event, Retry, ToolFinished, TurnEnded, TurnStarted
+from otel_toolchain.identity import parse_arguments
 
 __all__ = ["OtlpTurn", "is_otlp_traces", "otlp_turns"]
 
@@ -123,7 +124,7 @@ def _turn(turn: dict[str, Any] | None, spans: list[dict[str, Any]]) -> OtlpTurn:
         attrs = _attributes(span)
         if semconv.RETRY_ATTEMPT in attrs:
             at = int(span.get("startTimeUnixNano", 0))
-            timeline.append((at, Retry(int(attrs[semconv.RETRY_ATTEMPT]), attrs.get(semconv.RETRY_REASON), at, 0)))
+            timeline.append((at, Retry(int(attrs[semconv.RETRY_ATTEMPT]), attrs.get(semconv.RETRY_REASON), None, at)))
     events.extend(event for _, event in sorted(timeline, key=lambda item: item[0]))
     failed = turn is not None and turn.get("status", {}).get("code") == _STATUS_ERROR
     end = int(turn.get("endTimeUnixNano", 0)) if turn is not None else 0
@@ -140,7 +141,7 @@ def _call(span: dict[str, Any]) -> ToolFinished:
                                                           semconv.GEN_AI_TOOL_CALL_RESULT, semconv.TOOL_CWD))
     return ToolFinished(
         str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID) or span.get("spanId", "")), str(attrs.get(semconv.GEN_AI_TOOL_NAME)),
-        "" if arguments is None else str(arguments), None if result is None else str(result), failed,
+        None if arguments is None else parse_arguments(str(arguments)), None if result is None else str(result), failed,
         str(error_type) if failed and error_type else None, None, int(span.get("startTimeUnixNano", 0)),
         int(span.get("endTimeUnixNano", 0)), None if cwd is None else str(cwd), 0,
     )

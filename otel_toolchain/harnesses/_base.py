@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from otel_toolchain.calls import UNKNOWN_TOOL
 from otel_toolchain.errors import StreamError
 from otel_toolchain.harnesses.events import (
     BadLine,
@@ -25,6 +26,7 @@ from otel_toolchain.harnesses.events import (
     TurnStarted,
     Usage,
 )
+from otel_toolchain.identity import canonical_json
 
 __all__ = ["StreamReader"]
 
@@ -32,8 +34,6 @@ Handler = Callable[[dict[str, Any], int, int, list[Event]], None]
 """(decoded line, line number, arrival time in ns, events out) -> None."""
 
 _TEXT_LIMIT = 200
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
-"""The same JSON as ``_identity.canonical_json``, with the encoder built once instead of per call."""
 
 
 class StreamReader(Protocol):
@@ -70,11 +70,6 @@ def opt_int(obj: dict[str, Any], key: str) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def canonical(value: Any) -> str:
-    """Canonical JSON text of a tool's input: sorted keys, compact, non-ASCII kept."""
-    return _ENCODE(value)
-
-
 def text_of(content: Any) -> str | None:
     """Result text: a string as it is, or the text blocks of a block list joined by newlines."""
     if content is None or isinstance(content, str):
@@ -84,7 +79,7 @@ def text_of(content: Any) -> str | None:
             block["text"] for block in content
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
         )
-    return _ENCODE(content)
+    return canonical_json(content)
 
 
 def exit_code_label(number: str) -> str | None:
@@ -173,10 +168,10 @@ class BaseReader:
 
     def _retry(self, out: list[Event], attempt: int, reason: str | None, time_ns: int, line_no: int) -> None:
         self._start_turn(out, time_ns, line_no)
-        out.append(Retry(attempt, reason, time_ns, line_no))
+        out.append(Retry(attempt, reason, None, time_ns, line_no))
 
     def _start_call(
-        self, out: list[Event], call_id: str, tool: str, arguments: str, *, parent: str | None = None,
+        self, out: list[Event], call_id: str, tool: str, arguments: Any, *, parent: str | None = None,
         time_ns: int, line_no: int,
     ) -> None:
         if not self._turn_open:
@@ -186,13 +181,13 @@ class BaseReader:
 
     def _finish_call(
         self, out: list[Event], call_id: str, result: str | None, *, failed: bool, error_type: str | None,
-        end_ns: int, line_no: int, tool: str = "unknown", arguments: str | None = None, cwd: str | None = None,
+        end_ns: int, line_no: int, tool: str = UNKNOWN_TOOL, arguments: Any = None, cwd: str | None = None,
     ) -> None:
         """Finish ``call_id``; a call never seen starting finishes with start = end and ``tool``."""
         call = self._calls.pop(call_id, None)
         if call is None:
             self._start_turn(out, end_ns, line_no)
-            call = ToolStarted(call_id, tool, arguments or "", None, end_ns, line_no)
+            call = ToolStarted(call_id, tool, arguments, None, end_ns, line_no)
         if cwd is None and call.tool in self.shell_tools:
             cwd = self.cwd
         out.append(ToolFinished(

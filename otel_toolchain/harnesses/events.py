@@ -18,6 +18,9 @@ line the event came from. The events build no spans; they are plain frozen value
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from otel_toolchain.calls import Retry
 
 __all__ = [
     "BadLine",
@@ -52,8 +55,8 @@ class ToolStarted:
 
     call_id: str
     tool: str
-    arguments: str
-    """The input object as canonical JSON: sorted keys, no insignificant white space."""
+    arguments: Any
+    """The input as the stream gives it, parsed (a dict, usually): the one form the chain compares."""
     parent_call_id: str | None
     """The call id of the sub-agent call this call runs inside (Claude Code), else None."""
     time_ns: int
@@ -66,7 +69,7 @@ class ToolFinished:
 
     call_id: str
     tool: str
-    arguments: str
+    arguments: Any
     result: str | None
     """The result text; text blocks of a structured result are joined with newlines."""
     failed: bool
@@ -78,16 +81,6 @@ class ToolFinished:
     end_ns: int
     cwd: str | None
     """The working directory of a shell call, where known; None for other tools."""
-    line_no: int
-
-
-@dataclass(frozen=True, slots=True)
-class Retry:
-    """The harness retried a failed model API request (a provider retry, not a tool retry)."""
-
-    attempt: int
-    reason: str | None
-    time_ns: int
     line_no: int
 
 

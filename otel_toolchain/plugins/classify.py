@@ -186,5 +186,4 @@ class Classify(ToolPlugin):
         return {"rules": [rule.model_dump(by_alias=True, exclude_none=True) for rule in self.rules]}
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
-        arguments = call.parsed_arguments
-        call.tag("class", self.classifier.classify(call.tool, call.raw_arguments if arguments is None else arguments))
+        turn.tag("class", self.classifier.classify(call.tool, call.arguments))

@@ -1,12 +1,20 @@
-"""``repeat_guard``: stop the turn when the agent goes round the same cycle of calls ``limit`` times.
+"""``repeat_guard``: stop the turn when the agent goes round the same cycle of calls too many times.
 
 The rule (the seed's): a cycle is one call, or two or three calls taking turns (up to
-``max_period``). Two calls are the same when tool, arguments (canonical JSON), working directory,
-result and failure all match, so a poll whose output changes is progress and the same command in
-another directory is another call. The turn is stopped at the call that completes the ``limit``-th
-repetition of a cycle; when several periods get there on the same call, the shortest is reported.
+``max_period``). Two calls are the same when :class:`~otel_toolchain.identity.Identity` says so
+(tool, arguments less annotation fields, working directory, result with a failure's volatile
+tokens masked, failure). The turn is stopped at the call that completes the limit-th repetition
+of a cycle; when several periods get there on the same call, the shortest is reported.
 
-``limit`` counts repetitions of the cycle, not calls: period 2 at limit 25 stops at the 50th call.
+Limits count repetitions of the cycle, not calls: period 2 at limit 25 stops at the 50th call.
+``limit`` applies to every period; ``limits`` sets it per period (``{1 = 4, 2 = 3, 3 = 3}``
+reacts as early as the quickest peers); ``poll_limit`` replaces the period's limit for a cycle
+made only of polls (sleep, ``tail``, BashOutput/TaskOutput, an empty ``write_stdin``: see
+``_polls``), so waiting gets more room than looping.
+
+No stop without evidence: a cycle with a call whose content the chain never saw (an
+instrumentation with content capture off) could be a poll whose output changes; its verdict is
+shadow-only (counted and shown, sent to no listener), whatever the mode.
 
 Incrementally, per period p the guard counts how many calls in a row matched the call p places
 before them (``runs[p]``); the last ``runs[p] + p`` calls are then the same p-call block repeated,
@@ -18,14 +26,17 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from opentelemetry.metrics import CallbackOptions, Observation
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from otel_toolchain import semconv
-from otel_toolchain.plugin import Telemetry, ToolPlugin
+from otel_toolchain._telemetry import Telemetry
+from otel_toolchain.identity import Identity, IdentityKey
+from otel_toolchain.plugin import ToolPlugin
+from otel_toolchain.plugins._polls import is_poll
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
 
 if TYPE_CHECKING:
@@ -35,23 +46,47 @@ if TYPE_CHECKING:
 __all__ = ["RepeatCounter", "RepeatGuard", "RepeatGuardConfig"]
 
 STOP_CODE = "repeated_cycle"
+_NO_CONTENT = "a call of the cycle carried no arguments or results, so a changing poll cannot be told from a loop"
 
 
 class RepeatGuardConfig(BaseModel):
-    """Settings of ``repeat_guard`` as the manifest gives them."""
+    """Settings of ``repeat_guard`` as the manifest gives them (strictly typed: no ``"25"`` or ``true``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    limit: int = Field(ge=1, description="Repetitions of a cycle that stop the turn (required).")
+    limit: int = Field(ge=1, le=1_000_000, description="Repetitions of a cycle that stop the turn (required).")
     max_period: int = Field(default=3, ge=1, le=16, description="Longest cycle, in calls, that counts.")
+    limits: dict[int, int] = Field(default_factory=dict, description="Per period, its own limit.")
+    poll_limit: int | None = Field(default=None, ge=1, le=1_000_000,
+                                   description="The limit of a cycle made only of polls.")
     mode: Literal["enforce", "shadow"] = "enforce"
     nudge_at: int | None = Field(default=None, ge=1, description="Repetitions at which to nudge, once per streak.")
+    ignore_args: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per tool, more argument fields left out of a call's identity.")
+    mask_failures: bool = Field(default=True, description="Mask volatile tokens of failed results.")
+
+    @field_validator("limits", mode="before")
+    @classmethod
+    def _period_keys(cls, value: Any) -> Any:
+        # TOML table keys are always strings: "1" = 4 names period 1.
+        if isinstance(value, Mapping):
+            return {int(k) if isinstance(k, str) and k.isdigit() else k: v for k, v in value.items()}
+        return value
 
     @model_validator(mode="after")
-    def _nudge_before_limit(self) -> RepeatGuardConfig:
-        if self.nudge_at is not None and self.nudge_at >= self.limit:
-            raise ValueError(f"nudge_at ({self.nudge_at}) must be below limit ({self.limit})")
+    def _consistent(self) -> RepeatGuardConfig:
+        for period, limit in self.limits.items():
+            if not 1 <= period <= self.max_period:
+                raise ValueError(f"limits: period {period} is not between 1 and max_period ({self.max_period})")
+            if not 1 <= limit <= 1_000_000:
+                raise ValueError(f"limits: the limit of period {period} must be between 1 and 1000000")
+        lowest = min(self.limit_of(p) for p in range(1, self.max_period + 1))
+        if self.nudge_at is not None and self.nudge_at >= lowest:
+            raise ValueError(f"nudge_at ({self.nudge_at}) must be below every limit (the lowest is {lowest})")
         return self
+
+    def limit_of(self, period: int) -> int:
+        return self.limits.get(period, self.limit)
 
 
 class RepeatCounter:
@@ -59,45 +94,68 @@ class RepeatCounter:
 
     ``add(call)`` returns the period with the most repetitions now and that count (the shortest
     period wins a tie). ``runs[p - 1]`` is how many calls in a row matched the call p places
-    before them; ``recent`` holds the last ``max_period`` calls. Not thread-safe: one per turn
-    (the chain serialises a turn's hooks). Usable without a chain, as ``analyze`` does.
+    before them; ``recent`` and ``keys`` hold the last ``max_period`` calls and their identities.
+    Not thread-safe: one per turn (the chain serialises a turn's hooks). Usable without a chain,
+    as ``analyze`` does.
     """
 
-    __slots__ = ("__weakref__", "best", "current", "max_period", "recent", "runs")
+    __slots__ = ("__weakref__", "best", "calls", "current", "identity", "keys", "max_period", "recent", "runs",
+                 "starts")
 
-    def __init__(self, max_period: int = 3) -> None:
+    def __init__(self, max_period: int = 3, identity: Identity | None = None) -> None:
         self.max_period = max_period
+        self.identity = identity or Identity()
         self.recent: deque[ToolCall] = deque(maxlen=max_period)
+        self.keys: deque[IdentityKey] = deque(maxlen=max_period)
         self.runs = [0] * max_period
+        self.starts = [0] * max_period
+        """Per period, the start time (ns) of the first call of the current repeated block."""
+        self.calls = 0
         self.current = 0
         """Repetitions of the best cycle after the last call."""
         self.best = 0
         """The most repetitions reached in the turn so far."""
 
     def add(self, call: ToolCall) -> tuple[int, int]:
-        identity = call.identity
-        recent, runs = self.recent, self.runs
+        key = self.identity.key(call)
+        keys, runs = self.keys, self.runs
+        seen = len(keys)
+        self.calls += 1
         best_period, best_repeats = 1, 0
         for index in range(self.max_period):
             period = index + 1
-            if len(recent) >= period and recent[-period].identity == identity:
+            if seen >= period and keys[-period] == key:
+                if runs[index] == 0:
+                    self.starts[index] = self.recent[-period].start_ns
                 runs[index] += 1
             else:
                 runs[index] = 0
-            repeats = (runs[index] + period) // period if len(recent) + 1 >= period else 0
+            repeats = (runs[index] + period) // period if seen + 1 >= period else 0
             if repeats > best_repeats:  # strict: the shortest period wins a tie
                 best_period, best_repeats = period, repeats
-        recent.append(call)
+        keys.append(key)
+        self.recent.append(call)
         self.current = best_repeats
         self.best = max(self.best, best_repeats)
         return best_period, best_repeats
+
+    def repeats(self, period: int) -> int:
+        """Complete repetitions of the last ``period`` calls, as of the last call."""
+        return (self.runs[period - 1] + period) // period if self.calls >= period else 0
+
+    def loop_start(self, period: int) -> int:
+        """1-based index of the first call of the current repeated block of ``period`` calls."""
+        return self.calls - (self.runs[period - 1] + period) + 1
+
+    def cycle(self, period: int) -> list[ToolCall]:
+        return list(self.recent)[-period:]
 
 
 class _GuardState(RepeatCounter):
     __slots__ = ("nudged",)
 
-    def __init__(self, max_period: int) -> None:
-        super().__init__(max_period)
+    def __init__(self, max_period: int, identity: Identity) -> None:
+        super().__init__(max_period, identity)
         self.nudged = False
 
 
@@ -114,18 +172,34 @@ class RepeatGuard(ToolPlugin):
         max_period: int = 3,
         mode: Literal["enforce", "shadow"] = "enforce",
         nudge_at: int | None = None,
+        *,
+        limits: Mapping[int, int] | None = None,
+        poll_limit: int | None = None,
+        ignore_args: Mapping[str, list[str]] | None = None,
+        mask_failures: bool = True,
     ) -> None:
-        settings = RepeatGuardConfig(limit=limit, max_period=max_period, mode=mode, nudge_at=nudge_at)
+        settings = RepeatGuardConfig(limit=limit, max_period=max_period, mode=mode, nudge_at=nudge_at,
+                                     limits=dict(limits or {}), poll_limit=poll_limit,
+                                     ignore_args=dict(ignore_args or {}), mask_failures=mask_failures)
+        self.settings = settings
         self.limit = settings.limit
         self.max_period = settings.max_period
         self.mode = settings.mode
         self.nudge_at = settings.nudge_at
+        self.poll_limit = settings.poll_limit
+        self.period_limits = tuple(settings.limit_of(p) for p in range(1, self.max_period + 1))
+        self._lowest = min(self.period_limits) if self.poll_limit is None else min(*self.period_limits,
+                                                                                   self.poll_limit)
+        self.identity = Identity({tool: set(fields) for tool, fields in settings.ignore_args.items()},
+                                 mask_failures=settings.mask_failures)
         self._open: weakref.WeakSet[_GuardState] = weakref.WeakSet()
         self._open_lock = threading.Lock()
         self._streaks = Telemetry.disabled().meter.create_histogram(semconv.METRIC_TURN_REPEAT_STREAK)
 
     def describe(self) -> dict[str, Any]:
-        return {"limit": self.limit, "max_period": self.max_period, "mode": self.mode, "nudge_at": self.nudge_at}
+        return {"limit": self.limit, "max_period": self.max_period, "limits": dict(self.settings.limits),
+                "poll_limit": self.poll_limit, "mode": self.mode, "nudge_at": self.nudge_at,
+                "ignore_args": dict(self.settings.ignore_args), "mask_failures": self.settings.mask_failures}
 
     def setup(self, telemetry: Telemetry) -> None:
         meter = telemetry.meter
@@ -145,13 +219,14 @@ class RepeatGuard(ToolPlugin):
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
         state = turn.state_of(self, self._new_state)
-        period, repeats = self._advance(state, call)
-        if self.nudge_at is not None and repeats >= self.nudge_at and not state.nudged:
+        period, repeats = state.add(call)
+        if repeats <= 1:
+            state.nudged = False  # the streak is broken: a new one may be nudged again
+        elif self.nudge_at is not None and repeats >= self.nudge_at and not state.nudged:
             state.nudged = True
             turn.nudge(self._nudge(state, turn, period, repeats))
-        already = turn.shadow_stopped if self.mode == "shadow" else turn.stopped
-        if repeats >= self.limit and already is None:
-            turn.stop(self._verdict(state, turn, call, period, repeats))
+        if repeats >= self._lowest:
+            self._judge(state, turn)
 
     def on_turn_end(self, turn: Turn) -> None:
         state = turn.state_of(self, self._new_state)
@@ -160,23 +235,44 @@ class RepeatGuard(ToolPlugin):
             self._open.discard(state)
 
     # -- the rule -------------------------------------------------------------------------------------
-    def _advance(self, state: _GuardState, call: ToolCall) -> tuple[int, int]:
-        """Count ``call`` in; return the period with the most repetitions now, and that count."""
-        period, repeats = state.add(call)
-        if repeats <= 1:
-            state.nudged = False  # the streak is broken: a new one may be nudged again
-        return period, repeats
+    def _judge(self, state: _GuardState, turn: Turn) -> None:
+        """Stop the turn if a cycle has reached its limit: the shortest such period is the verdict."""
+        for period in range(1, self.max_period + 1):
+            repeats = state.repeats(period)
+            if repeats < min(self.period_limits[period - 1], self.poll_limit or 1_000_000):
+                continue
+            cycle = state.cycle(period)
+            limit = self.period_limits[period - 1]
+            if self.poll_limit is not None and all(is_poll(c.tool, c.arguments) for c in cycle):
+                limit = self.poll_limit
+            if repeats < limit:
+                continue
+            blind = not all(c.has_content for c in cycle)
+            shadow = self.mode == "shadow" or blind
+            if (turn.shadow_stopped if shadow else turn.stopped) is None:
+                turn.stop(self._verdict(state, turn, period, repeats, shadow=shadow, blind=blind))
+            return
 
     def _new_state(self) -> _GuardState:
-        state = _GuardState(self.max_period)
+        state = _GuardState(self.max_period, self.identity)
         with self._open_lock:
             self._open.add(state)
         return state
 
-    def _verdict(self, state: _GuardState, turn: Turn, call: ToolCall, period: int, repeats: int) -> StopSignal:
-        cycle = tuple(CycleCall(c.tool, c.call_id, c.digest) for c in list(state.recent)[-period:])
+    def _verdict(self, state: _GuardState, turn: Turn, period: int, repeats: int, *, shadow: bool,
+                 blind: bool) -> StopSignal:
+        cycle = state.cycle(period)
+        keys = list(state.keys)[-period:]
+        ignored: set[str] = set()
+        masked = False
+        for call in cycle:
+            dropped, was_masked = self.identity.normalised(call)
+            ignored.update(dropped)
+            masked = masked or was_masked
         tools = " -> ".join(c.tool for c in cycle)
         what = "call" if period == 1 else f"cycle of {period} calls"
+        loop_start = state.loop_start(period)
+        last = cycle[-1]
         return StopSignal(
             plugin=self.name,
             code=STOP_CODE,
@@ -185,13 +281,19 @@ class RepeatGuard(ToolPlugin):
             span_id=turn.span_id,
             period=period,
             repeats=repeats,
-            at_call=call.index,
-            cycle=cycle,
-            shadow=self.mode == "shadow",
+            at_call=turn.calls,
+            cycle=tuple(CycleCall(c.tool, c.call_id, turn.digest(k)) for c, k in zip(cycle, keys, strict=True)),
+            shadow=shadow,
+            loop_start=loop_start,
+            loop_calls=turn.calls - loop_start + 1,
+            loop_seconds=max(0, last.end_ns - state.starts[period - 1]) / 1e9 if state.starts[period - 1] else 0.0,
+            ignored_fields=tuple(sorted(ignored)),
+            masked=masked,
+            note=_NO_CONTENT if blind and self.mode == "enforce" else "",
         )
 
     def _nudge(self, state: _GuardState, turn: Turn, period: int, repeats: int) -> NudgeSignal:
-        tools = tuple(c.tool for c in list(state.recent)[-period:])
+        tools = tuple(c.tool for c in state.cycle(period))
         # Name the tools, never the arguments: echoing a repeated command back tends to reinforce it.
         message = (
             f"The last {repeats * period} tool calls ({' -> '.join(tools)}) repeated with identical results, "

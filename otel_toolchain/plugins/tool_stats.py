@@ -11,10 +11,13 @@ It goes to the chain's report listeners and out as an OTel event (a log record n
 ``classify`` puts on each call, so place ``classify`` before ``tool_stats``; untagged calls count
 as ``other``.
 
-Metrics cost more than a span would allow per call, so counts and durations are kept in plain
-Python and handed to the instruments in batches: at the end of the turn, and every
-``flush_every`` calls so a long turn still shows up while it runs. Each duration point is
-recorded with its tool span's context, so histogram exemplars link to the span.
+Metrics cost more than a span would allow per call, so counts are kept in plain Python and
+handed to the instruments in batches: at the end of the turn, and every ``flush_every`` calls so
+a long turn still shows up while it runs. Per-call durations are left to the spans by default:
+the Collector's span-metrics connector (in collector-config/) makes the duration histogram from
+them. ``duration_histogram = true`` records ``otel_toolchain.tool.duration`` here too, each
+point with its tool span's context (the turn's, for calls handed in without a span), so
+histogram exemplars link to the span.
 """
 
 from __future__ import annotations
@@ -38,11 +41,11 @@ __all__ = ["ToolStats", "ToolStatsConfig"]
 class ToolStatsConfig(BaseModel):
     """Settings of ``tool_stats`` as the manifest gives them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     flush_every: int = Field(default=256, ge=1, description="Calls between metric flushes within a turn.")
     duration_histogram: bool = Field(
-        default=True, description="Record otel_toolchain.tool.duration (the costliest metric: turn it off when "
+        default=False, description="Record otel_toolchain.tool.duration here (the costliest metric; by default "
         "the Collector's span_metrics connector computes durations from the spans).")
 
 
@@ -64,7 +67,7 @@ class ToolStats(ToolPlugin):
     name: ClassVar[str] = "tool_stats"
     Config: ClassVar[type[BaseModel]] = ToolStatsConfig
 
-    def __init__(self, flush_every: int = 256, duration_histogram: bool = True) -> None:
+    def __init__(self, flush_every: int = 256, duration_histogram: bool = False) -> None:
         settings = ToolStatsConfig(flush_every=flush_every, duration_histogram=duration_histogram)
         self.flush_every = settings.flush_every
         self.duration_histogram = settings.duration_histogram
@@ -91,7 +94,7 @@ class ToolStats(ToolPlugin):
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
         stats = turn.state_of(self, _Stats)
-        cls = call.tags.get("class", "other")
+        cls = turn.tags.get("class", "other")
         stats.calls += 1
         per_tool = stats.tools.get(call.tool)
         if per_tool is None:
@@ -106,7 +109,8 @@ class ToolStats(ToolPlugin):
             stats.fail_streak = 0
         stats.classes[cls] = stats.classes.get(cls, 0) + 1
         seconds = max(0, call.end_ns - call.start_ns) / 1e9
-        stats.pending.append((call.tool, cls, call.failed, seconds, call.trace_id, call.span_id))
+        stats.pending.append((call.tool, cls, call.failed, seconds, call.trace_id or turn.trace_id,
+                              call.span_id or turn.span_id))
         if len(stats.pending) >= self.flush_every or turn.closed:  # a late call: no turn end will flush it
             self._flush(stats)
 

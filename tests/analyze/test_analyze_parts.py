@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from otel_toolchain.analyze import LabelError, Labels, TurnFigures, analyze
 from otel_toolchain.analyze.chart import render_chart
 from otel_toolchain.analyze.labels import RunLabeller
-from otel_toolchain.analyze.polling import is_poll
 from otel_toolchain.analyze.stats import Aggregate, Histogram, TopTurns
 from otel_toolchain.analyze.suggest import separate
 from otel_toolchain.manifest import Manifest
+from otel_toolchain.plugins._polls import is_poll
 
 
 def fig(peak: int, turn: int = 1, source: str = "r.jsonl", recorded_stop: bool = False) -> TurnFigures:

@@ -33,7 +33,7 @@ class Seen(ToolPlugin):
         self.calls.append({
             "tool": call.tool, "arguments": call.arguments, "result": call.result, "failed": call.failed,
             "error_type": call.error_type, "call_id": call.call_id, "turn": turn.span_id,
-            "class": call.tags.get("class"), "index": call.index,
+            "class": turn.tags.get("class"), "index": turn.calls,
         })
 
 

@@ -109,7 +109,7 @@ def test_wedged_agent_is_stopped_at_exactly_the_limit(instrumented: str, capture
     assert where == TURN_SPANS[instrumented]
     assert [s["attributes"]["otel_toolchain.tool.class"] for s in tool_spans(capture)] == ["network"] * 5
     assert [(c["tool"], c["arguments"], c["result"]) for c in kit.seen.calls] == [
-        ("get_weather", "Paris" if instrumented == "openinference" else '{"city":"Paris"}', "sunny")] * 5
+        ("get_weather", "Paris" if instrumented == "openinference" else {"city": "Paris"}, "sunny")] * 5
     assert [(s["calls"], s["classes"], s["tools"]["get_weather"]["calls"]) for s in kit.stats] == [
         (5, {"network": 5}, 5)]
 

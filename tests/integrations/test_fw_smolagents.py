@@ -81,7 +81,7 @@ def test_wedged_agent_is_stopped_at_exactly_the_limit(capture: Capture) -> None:
     assert (where, turn["status"]) == ("smol_weather.run", "ERROR")
     assert [s["attributes"]["otel_toolchain.tool.class"] for s in tool_spans(capture)] == ["network"] * 5
     assert [(c["tool"], c["arguments"], c["result"]) for c in kit.seen.calls] == [
-        ("get_weather", '{"city":"Paris"}', "sunny")] * 5
+        ("get_weather", {"city": "Paris"}, "sunny")] * 5
     assert [(s["calls"], s["classes"]) for s in kit.stats] == [(5, {"network": 5})]
 
 

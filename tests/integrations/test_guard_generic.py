@@ -15,7 +15,7 @@ from otel_toolchain.integrations import _autoattach
 from otel_toolchain.integrations.guard import Guard
 from otel_toolchain.testing import Capture
 
-TOOL = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "poll"}
+TOOL = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "poll", "gen_ai.tool.call.result": "same"}
 
 
 @contextmanager

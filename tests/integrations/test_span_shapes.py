@@ -161,7 +161,8 @@ ERRORS = {"pydantic-ai": "RuntimeError", "util-genai-openai-agents": "_OTHER",
           "openinference-openai-agents": "Error running tool (non-fatal)"}
 CALL_IDS = {"pydantic-ai", "util-genai-langchain"}  # a call id even on the failed call
 CALL_IDS_FROM_RESULT = {"openinference-langchain", "traceloop-langchain"}  # inside the ToolMessage result
-ARGUMENTS = {"openinference-langchain": "Paris"}  # OpenInference-LangChain records a one-argument tool's input raw
+# OpenInference-LangChain records a one-argument tool's input raw
+ARGUMENTS: dict[str, Any] = {"openinference-langchain": "Paris"}
 RESULT_ON_FAILURE = {"openinference-openai-agents", "traceloop-openai-agents"}  # the SDK's error text is the output
 
 
@@ -179,7 +180,7 @@ class TestEveryShape:
         turn_ids = {s["name"]: s["span_id"] for s in capture.finished_spans()}
         with_id = CALL_IDS | CALL_IDS_FROM_RESULT
         assert kit.seen.calls == [{
-            "tool": "get_weather", "arguments": ARGUMENTS.get(shape, '{"city":"Paris"}'),
+            "tool": "get_weather", "arguments": ARGUMENTS.get(shape, {"city": "Paris"}),
             "result": None if failed and shape not in RESULT_ON_FAILURE else result, "failed": failed,
             "turn": turn_ids[TURNS[shape]],
             "error_type": ERRORS.get(shape, "ValueError") if failed else None, "class": "network", "index": i + 1,

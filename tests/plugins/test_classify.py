@@ -277,8 +277,8 @@ def test_the_cache_is_bounded(parse_count: list[object], monkeypatch: pytest.Mon
 def test_on_tool_tags_the_call() -> None:
     calls = [make_tool_call("Bash", {"command": "git push"}), make_tool_call("Read", {"file_path": "x"}),
              make_tool_call("Bash", "pytest -q")]
-    FakeTurn().run([Classify()], calls)
-    assert [call.tags for call in calls] == [{"class": "network"}, {"class": "read"}, {"class": "build"}]
+    turn = FakeTurn().run([Classify()], calls)
+    assert turn.call_tags == [{"class": "network"}, {"class": "read"}, {"class": "build"}]
 
 
 def test_the_class_reaches_the_exported_tool_span() -> None:

@@ -77,7 +77,7 @@ class TestRule:
         assert signal == StopSignal(
             plugin="repeat_guard", code="repeated_cycle",
             reason="the same call (Bash) repeated 3 times in a row with the same results",
-            trace_id=1, span_id=1, period=1, repeats=3, at_call=3, cycle=signal.cycle,
+            trace_id=1, span_id=1, period=1, repeats=3, at_call=3, cycle=signal.cycle, loop_start=1, loop_calls=3,
         )
         assert [(c.tool, c.call_id) for c in signal.cycle] == [("Bash", "id2")]
         assert "secret-token" not in repr(signal.to_dict())

@@ -23,7 +23,7 @@ class TagByTool(ToolPlugin):
     classes: ClassVar[dict[str, str]] = {"Bash": "exec", "Read": "read", "Write": "write"}
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
-        call.tag("class", self.classes[call.tool])
+        turn.tag("class", self.classes[call.tool])
 
 
 def test_report_has_the_seed_shape() -> None:
@@ -55,7 +55,7 @@ def test_untagged_calls_count_as_other() -> None:
 
 
 def test_event_and_metrics_through_a_provider(capture: Capture) -> None:
-    chain = capture.install(Toolchain([TagByTool(), ToolStats()], strict=True))
+    chain = capture.install(Toolchain([TagByTool(), ToolStats(duration_histogram=True)], strict=True))
     recorder = AgentRecorder(capture.tracer_provider, toolchain=chain)
     with recorder.turn("agent") as turn:
         turn.tool_call("Bash", {"c": "make"}, result="ok", start_ns=10 * MS, end_ns=260 * MS)
@@ -88,14 +88,26 @@ def test_event_and_metrics_through_a_provider(capture: Capture) -> None:
 
 
 def test_duration_points_carry_exemplars_of_their_tool_span(capture: Capture) -> None:
+    """A call with a live span links to it; a call recorded whole (run before its span exists) to its turn."""
+    chain = capture.install(Toolchain([ToolStats(duration_histogram=True)], strict=True))
+    with AgentRecorder(capture.tracer_provider, toolchain=chain).turn("a") as turn:
+        turn.start_tool("Read", start_ns=0).finish("x", end_ns=5 * MS)
+        turn.tool_call("Grep", start_ns=0, end_ns=5 * MS)
+    data = capture.metric_reader.get_metrics_data()
+    assert data is not None
+    points = {p.attributes["gen_ai.tool.name"]: p for rm in data.resource_metrics for sm in rm.scope_metrics
+              for m in sm.metrics if m.name == semconv.METRIC_TOOL_DURATION for p in m.data.data_points}
+    assert {tool: [(e.trace_id, e.span_id) for e in p.exemplars] for tool, p in points.items()} == {
+        "Read": [(1, 2)], "Grep": [(1, 1)]}
+
+
+def test_no_duration_histogram_by_default(capture: Capture) -> None:
+    """Durations come from the spans (the Collector's span-metrics connector) unless asked for."""
     chain = capture.install(Toolchain([ToolStats()], strict=True))
     with AgentRecorder(capture.tracer_provider, toolchain=chain).turn("a") as turn:
         turn.tool_call("Read", start_ns=0, end_ns=5 * MS)
-    data = capture.metric_reader.get_metrics_data()
-    assert data is not None
-    points = [p for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
-              if m.name == semconv.METRIC_TOOL_DURATION for p in m.data.data_points]
-    assert [(e.trace_id, e.span_id) for p in points for e in p.exemplars] == [(1, 2)]
+    assert semconv.METRIC_TOOL_DURATION not in capture.metrics()
+    assert semconv.METRIC_TOOL_CALLS in capture.metrics()
 
 
 def test_long_turns_flush_metrics_while_running(capture: Capture) -> None:

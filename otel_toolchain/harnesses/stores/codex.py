@@ -26,7 +26,7 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from otel_toolchain.harnesses._base import BaseReader, canonical, opt_str, req_str
+from otel_toolchain.harnesses._base import BaseReader, opt_str, req_str
 from otel_toolchain.harnesses._lines import iso_ns
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.stores._codex_output import outcome_of
@@ -175,7 +175,7 @@ class CodexStoreReader(BaseReader):
             return
         tool, arguments, workdir = describe(payload)
         self._workdirs[call_id] = workdir
-        self._start_call(out, call_id, tool, canonical(arguments), time_ns=time_ns, line_no=line_no)
+        self._start_call(out, call_id, tool, arguments, time_ns=time_ns, line_no=line_no)
         if kind == "web_search_call":  # no output item follows: the call ends where it is written
             self._finish_call(out, call_id, None, failed=False, error_type=None, end_ns=time_ns, line_no=line_no)
 

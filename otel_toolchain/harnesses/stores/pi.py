@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from otel_toolchain.harnesses._base import BaseReader, canonical, opt_str, req_str, text_of
+from otel_toolchain.harnesses._base import BaseReader, opt_str, req_str, text_of
 from otel_toolchain.harnesses._lines import iso_ns, ms_ns
 from otel_toolchain.harnesses.events import Event, Usage
 from otel_toolchain.harnesses.streams.pi import _usage as pi_usage
@@ -115,7 +115,7 @@ class PiStoreReader(BaseReader):
             if isinstance(block, dict) and block.get("type") == "toolCall":
                 call_id = req_str(block, "id")
                 if call_id not in self.skip:
-                    self._start_call(out, call_id, req_str(block, "name"), canonical(block.get("arguments") or {}),
+                    self._start_call(out, call_id, req_str(block, "name"), block.get("arguments") or {},
                                      time_ns=time_ns, line_no=line_no)
 
     def _on_result(self, message: dict[str, Any], line_no: int, time_ns: int, out: list[Event]) -> None:

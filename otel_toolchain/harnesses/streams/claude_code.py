@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_toolchain.harnesses._base import BaseReader, canonical, exit_code_label, opt_int, opt_str, req_str, text_of
+from otel_toolchain.harnesses._base import BaseReader, exit_code_label, opt_int, opt_str, req_str, text_of
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["ClaudeCodeReader"]
@@ -95,7 +95,7 @@ class ClaudeCodeReader(BaseReader):
         for block in message["content"]:
             if block.get("type") == "tool_use":
                 self._start_call(
-                    out, req_str(block, "id"), req_str(block, "name"), canonical(block.get("input", {})),
+                    out, req_str(block, "id"), req_str(block, "name"), block.get("input", {}),
                     parent=parent if isinstance(parent, str) else None, time_ns=now_ns, line_no=line_no,
                 )
 

@@ -29,7 +29,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from otel_toolchain.harnesses._base import BaseReader, canonical, opt_int, opt_str, req_str, text_of
+from otel_toolchain.harnesses._base import BaseReader, opt_int, opt_str, req_str, text_of
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["CodexReader"]
@@ -158,7 +158,7 @@ class CodexReader(BaseReader):
         describe = _DESCRIBE.get(_kind(item))
         if describe is not None:
             tool, arguments = describe(item)
-            self._start_call(out, req_str(item, "id"), tool, canonical(arguments), time_ns=now_ns, line_no=line_no)
+            self._start_call(out, req_str(item, "id"), tool, arguments, time_ns=now_ns, line_no=line_no)
 
     def _on_item_completed(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         item = obj["item"]
@@ -170,7 +170,7 @@ class CodexReader(BaseReader):
         failed, error_type = _failure(item)
         self._finish_call(
             out, req_str(item, "id"), _result(kind, item), failed=failed, error_type=error_type,
-            end_ns=now_ns, line_no=line_no, tool=tool, arguments=canonical(arguments), cwd=opt_str(item, "cwd"),
+            end_ns=now_ns, line_no=line_no, tool=tool, arguments=arguments, cwd=opt_str(item, "cwd"),
         )
 
     def _on_error(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_toolchain.harnesses._base import BaseReader, canonical, opt_int, opt_str, req_str
+from otel_toolchain.harnesses._base import BaseReader, opt_int, opt_str, req_str
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["OpenCodeReader"]
@@ -133,10 +133,10 @@ class OpenCodeReader(BaseReader):
         start_ns = _ms_to_ns(times.get("start"))
         if status in _UNFINISHED:
             if call_id not in self._calls:
-                self._start_call(out, call_id, tool, canonical(state.get("input") or {}),
+                self._start_call(out, call_id, tool, state.get("input") or {},
                                  time_ns=start_ns or time_ns, line_no=line_no)
             return
-        arguments = canonical(state.get("input") or {})
+        arguments = state.get("input") or {}
         if call_id not in self._calls:
             self._start_call(out, call_id, tool, arguments, time_ns=start_ns or end_ns, line_no=line_no)
         result, failed, error_type = _outcome(tool, state)

@@ -28,7 +28,6 @@ from typing import Any
 
 from otel_toolchain.harnesses._base import (
     BaseReader,
-    canonical,
     exit_code_label,
     opt_int,
     opt_str,
@@ -138,7 +137,7 @@ class PiReader(BaseReader):
 
     def _on_tool_start(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         self._start_call(
-            out, req_str(obj, "toolCallId"), req_str(obj, "toolName"), canonical(obj.get("args") or {}),
+            out, req_str(obj, "toolCallId"), req_str(obj, "toolName"), obj.get("args") or {},
             time_ns=now_ns, line_no=line_no,
         )
 

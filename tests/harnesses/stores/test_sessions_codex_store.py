@@ -87,8 +87,8 @@ def test_shell_calls_read_as_the_stream_reads_them() -> None:
                  "Wall time: 1.0 seconds\nProcess exited with code 101\nOutput:\nerror[E0432]")
     stored = [e for e in events(rollout.lines) if isinstance(e, ToolFinished)]
     assert [(e.tool, e.arguments, e.cwd) for e in stored] == [
-        ("command_execution", '{"command":"cargo build"}', "/repo/sub"),
-        ("command_execution", '{"command":"cargo build"}', "/repo")]
+        ("command_execution", {"command": "cargo build"}, "/repo/sub"),
+        ("command_execution", {"command": "cargo build"}, "/repo")]
     assert stored[0].end_ns - stored[0].start_ns == 2_000_000_000
     stream = [json.dumps({"type": "thread.started", "thread_id": THREAD}), json.dumps({"type": "turn.started"}),
               json.dumps({"type": "item.completed", "item": {
@@ -123,7 +123,7 @@ def test_web_search_and_custom_tools() -> None:
     finished = [e for e in events(rollout.lines) if isinstance(e, ToolFinished)]
     assert [(e.tool, e.failed, e.error_type) for e in finished] == [
         ("web_search", False, None), ("apply_patch", True, "declined")]
-    assert json.loads(finished[0].arguments)["query"] == "q"
+    assert finished[0].arguments["query"] == "q"
 
 
 def test_the_bare_first_era_reads_too() -> None:

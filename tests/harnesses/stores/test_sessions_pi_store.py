@@ -68,8 +68,8 @@ def test_v1_and_v3_read_alike() -> None:
                 for e in events(session.lines) if isinstance(e, ToolFinished)]
 
     assert build(HEADER_V1) == build(HEADER_V3) == [
-        ("t1", "bash", '{"command":"make"}', "boom\n\nCommand exited with code 2", True, "exit_code_2", "/p", 10**9),
-        ("t2", "read", '{"path":"a"}', "text", False, None, None, 10**9)]  # assistant entry to result, 1 s
+        ("t1", "bash", {'command': 'make'}, "boom\n\nCommand exited with code 2", True, "exit_code_2", "/p", 10**9),
+        ("t2", "read", {'path': 'a'}, "text", False, None, None, 10**9)]  # assistant entry to result, 1 s
 
 
 def test_calls_of_an_aborted_message_never_ran_and_an_unanswered_call_is_interrupted() -> None:

@@ -153,13 +153,12 @@ def test_truncated_stream_fails_the_open_call_as_interrupted_and_ends_the_turn()
     events = replay(lines[:12], clock=5)
     agent_id = "toolu_01Rk3PjUeq9VxGZbHn6sT2aW"
     agent_args = json.loads(lines[8])["message"]["content"][0]["input"]
-    agent_args = json.dumps(agent_args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     seen = {"msg_01P391kAQuxVQB8DFMNpxNrb": (3, 5288, 16048, 8), "msg_012WUjPFG125KVan33GY58LR": (1, 794, 21336, 8),
             "msg_01Tq7ZcWnD4hLs9YxB2kFe6R": (1, 348, 22130, 42), "msg_01Lw2RkT8vXc5NqHy7ZpJm3D": (1, 348, 22130, 42)}
     usage = Usage(sum(a + b + c for a, b, c, _ in seen.values()), sum(d for *_, d in seen.values()),
                   sum(c for _, _, c, _ in seen.values()), sum(b for _, b, _, _ in seen.values()))
     assert events[-3:] == [
-        ToolFinished("toolu_01Hx8Wc2NqLpYv4TzKs7Jd5E", "Glob", '{"pattern":"product/**/schema.md"}', None, True,
+        ToolFinished("toolu_01Hx8Wc2NqLpYv4TzKs7Jd5E", "Glob", {'pattern': 'product/**/schema.md'}, None, True,
                      "interrupted", agent_id, 5, 5, None, 12),
         ToolFinished(agent_id, "Agent", agent_args, None, True, "interrupted", None, 5, 5, None, 12),
         TurnEnded(5, 12, True, usage, "claude-sonnet-4-6", "f9324643-dd4c-4173-94e2-c7134bd091bd"),
@@ -219,8 +218,8 @@ def test_api_retries_are_emitted_with_their_attempt_and_error() -> None:
     events = replay(lines, clock=3)
     assert events == [
         TurnStarted("claude-code", "s", "m", "/w", 3, 1),
-        Retry(1, "overloaded", 3, 2),
-        Retry(2, None, 3, 3),
+        Retry(1, "overloaded", None, 3, 2),
+        Retry(2, None, None, 3, 3),
         TurnEnded(3, 4, True, None, "m", "s"),
     ]
 
@@ -240,7 +239,7 @@ def test_other_lines_are_tolerated_and_replays_ignored() -> None:
 
 def test_a_result_without_its_call_finishes_it_as_unknown() -> None:
     events = replay([result_line("ghost", "late", False)], clock=4)
-    assert events[1] == ToolFinished("ghost", "unknown", "", "late", False, None, None, 4, 4, None, 1)
+    assert events[1] == ToolFinished("ghost", "unknown", None, "late", False, None, None, 4, 4, None, 1)
 
 
 def test_malformed_lines_become_bad_lines_and_strict_raises() -> None:

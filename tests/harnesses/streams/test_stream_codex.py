@@ -52,9 +52,9 @@ def test_reconnecting_errors_are_retries_and_other_errors_wait_for_turn_failed()
     ], clock=7)
     assert events == [
         TurnStarted("codex", "th", None, None, 7, 2),
-        Retry(1, "unexpected status 500: boom", 7, 3),
-        Retry(2, None, 7, 4),
-        Retry(3, "odd", 7, 5),
+        Retry(1, "unexpected status 500: boom", None, 7, 3),
+        Retry(2, None, None, 7, 4),
+        Retry(3, "odd", None, 7, 5),
         TurnEnded(7, 7, True, None, None, "th"),
     ]
 
@@ -116,10 +116,10 @@ def test_completed_only_items_start_and_end_together_and_arguments_come_from_com
         ("item_5", "file_change", "add /r/a.py\ndelete /r/b.py", 9, 9),
         ("item_6", "web_search", None, 9, 9),
     ]
-    assert started[0].arguments == '{"query":""}'
-    assert finished[1].arguments == '{"action":{"query":"otel genai","type":"search"},"query":"otel genai"}'
-    assert finished[0].arguments == ('{"changes":[{"kind":"add","path":"/r/a.py"},'
-                                     '{"kind":"delete","path":"/r/b.py"}]}')
+    assert started[0].arguments == {'query': ''}
+    assert finished[1].arguments == {'action': {'query': 'otel genai', 'type': 'search'}, 'query': 'otel genai'}
+    assert finished[0].arguments == {"changes": [{"kind": "add", "path": "/r/a.py"},
+                                                 {"kind": "delete", "path": "/r/b.py"}]}
 
 
 def test_mcp_results_and_item_cwd() -> None:
@@ -129,8 +129,8 @@ def test_mcp_results_and_item_cwd() -> None:
                  exit_code=0, cwd="/repo")
     finished = of(ToolFinished, replay([*HEAD, line("item.completed", ok), line("item.completed", shell)]))
     assert [(f.tool, f.arguments, f.result, f.failed, f.cwd) for f in finished] == [
-        ("mcp__docs__search", '{"q":"x"}', "a\nb", False, None),
-        ("command_execution", '{"command":"ls"}', "", False, "/repo"),
+        ("mcp__docs__search", {'q': 'x'}, "a\nb", False, None),
+        ("command_execution", {'command': 'ls'}, "", False, "/repo"),
     ]
 
 
@@ -141,7 +141,7 @@ def test_sigint_mid_command_closes_with_the_call_interrupted() -> None:
     events = [e for n, text in enumerate([*HEAD, line("item.started", running)], 1) for e in reader.feed(text, n, n)]
     events += reader.close(50)
     assert events[-2:] == [
-        ToolFinished("item_1", "command_execution", '{"command":"sleep 100"}', None, True, "interrupted",
+        ToolFinished("item_1", "command_execution", {'command': 'sleep 100'}, None, True, "interrupted",
                      None, 3, 50, None, 3),
         TurnEnded(50, 3, True, None, None, "th"),
     ]
@@ -173,4 +173,4 @@ def test_first_new_format_releases_named_the_item_type_item_type() -> None:
     early = {"id": "item_1", "item_type": "command_execution", "command": "bash -lc ls", "status": "completed",
              "aggregated_output": "a\n", "exit_code": 0}
     finished = of(ToolFinished, replay([*HEAD, json.dumps({"type": "item.completed", "item": early})]))
-    assert [(f.tool, f.arguments, f.result) for f in finished] == [("command_execution", '{"command":"ls"}', "a\n")]
+    assert [(f.tool, f.arguments, f.result) for f in finished] == [("command_execution", {'command': 'ls'}, "a\n")]

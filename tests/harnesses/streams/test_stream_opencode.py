@@ -117,8 +117,8 @@ def test_a_future_running_line_starts_the_call_and_close_interrupts_it() -> None
         tool("a", "bash", {"status": "running", "input": {"command": "sleep 9"}, "time": {"start": 101}}, 102),
     ], clock=5)
     assert events[1:] == [
-        ToolStarted("a", "bash", '{"command":"sleep 9"}', None, 101 * MS, 2),
-        ToolFinished("a", "bash", '{"command":"sleep 9"}', None, True, "interrupted", None, 101 * MS, 102 * MS,
+        ToolStarted("a", "bash", {'command': 'sleep 9'}, None, 101 * MS, 2),
+        ToolFinished("a", "bash", {'command': 'sleep 9'}, None, True, "interrupted", None, 101 * MS, 102 * MS,
                      None, 2),
         TurnEnded(102 * MS, 2, True, None, None, "ses_1"),
     ]

@@ -56,7 +56,7 @@ def test_old_pi_retry_without_will_retry_stays_in_one_turn() -> None:
                      '{"type":"auto_retry_end","success":true,"attempt":1}', agent_end()], clock=2)
     assert events == [
         TurnStarted("pi", "sid", None, "/w", 2, 2),
-        Retry(1, "529 overloaded", 2, 5),
+        Retry(1, "529 overloaded", None, 2, 5),
         TurnEnded(2, 9, False, Usage(12, 7, 10, 0, 0, 0.25), "opus", "sid"),
     ]
 
@@ -118,8 +118,8 @@ def test_live_durations_and_a_cut_stream() -> None:
     events = [e for n, text in enumerate(lines, 1) for e in reader.feed(text, n, n * 10)]
     events += reader.close(99)
     assert events[-3:] == [
-        ToolFinished("t1", "bash", '{"command":"sleep 1"}', "", False, None, None, 30, 50, "/w", 5),
-        ToolFinished("t2", "bash", '{"command":"sleep 9"}', None, True, "interrupted", None, 40, 99, "/w", 5),
+        ToolFinished("t1", "bash", {'command': 'sleep 1'}, "", False, None, None, 30, 50, "/w", 5),
+        ToolFinished("t2", "bash", {'command': 'sleep 9'}, None, True, "interrupted", None, 40, 99, "/w", 5),
         TurnEnded(99, 5, True, None, None, "sid"),
     ]
     assert of(ToolStarted, events)[1].time_ns == 40

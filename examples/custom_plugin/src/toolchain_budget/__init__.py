@@ -27,4 +27,4 @@ class CallBudget(ToolPlugin):
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
         if turn.calls == self.max_calls:
             turn.stop(StopSignal(self.name, "over_budget", f"the turn used its budget of {self.max_calls} calls",
-                                 turn.trace_id, turn.span_id, at_call=call.index))
+                                 turn.trace_id, turn.span_id, at_call=turn.calls))

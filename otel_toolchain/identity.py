@@ -1,0 +1,208 @@
+"""When two tool calls are the same call: the one place that decides, and the digest that stands for it.
+
+Two calls are the same when all of these match (``Identity.key``):
+
+=================  ==========================================================================
+tool               the tool name, exactly
+arguments          the parsed arguments (key order does not matter), less the annotation-only
+                   fields of :data:`IGNORED_ARGS` (free text the model writes about the call,
+                   such as Claude Code's Bash ``description``) and those a manifest adds
+working directory  where the harness says it
+result             exactly, for a call that succeeded; for a failed call, with volatile tokens
+                   masked (:func:`mask_volatile`: times, durations, dates, PIDs, addresses,
+                   temporary names, random ids), so the same failure reworded by the clock is
+                   still the same failure, while "3 failed" then "2 failed" is progress
+failure            whether the call failed
+=================  ==========================================================================
+
+A call rebuilt from a lone result (tool ``unknown``, no arguments) is never the same as another
+one: there is nothing to compare. Successful results are not masked: a poll whose output changes
+(``date +%s%N``, a pod's age) is progress.
+
+The digest (:class:`Digester`) is keyed (BLAKE2b in keyed mode, a MAC) so a short command cannot be
+recovered from it by hashing guesses; it is computed from the normalised identity, only when a stop
+or a nudge needs one. Everything here is pure and thread-safe (caches may lose an entry, never
+give a wrong one); nothing blocks or raises on odd input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from otel_toolchain.calls import ToolCall
+
+__all__ = [
+    "IGNORED_ARGS", "Digester", "Identity", "IdentityKey", "canonical_json", "mask_volatile", "parse_arguments",
+]
+
+_CACHE_LIMIT: Final = 4096
+_SEPARATOR: Final = b"\x1f"
+_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+IdentityKey = tuple[Any, ...]
+"""What :meth:`Identity.key` returns: compare keys with ``==`` (they may hold dicts, so no hashing)."""
+
+IGNORED_ARGS: Final[Mapping[str, frozenset[str]]] = {
+    # Claude Code: free text the model writes to describe the call, shown to the user only.
+    "Bash": frozenset({"description"}),
+    "Task": frozenset({"description"}),
+    "Agent": frozenset({"description"}),
+    # OpenCode: the same field on its shell and sub-agent tools.
+    "bash": frozenset({"description"}),
+    "task": frozenset({"description"}),
+    # Codex: the reason given when asking for escalated permissions.
+    "shell": frozenset({"justification"}),
+    "exec_command": frozenset({"justification"}),
+    "command_execution": frozenset({"justification"}),
+}
+"""Per tool, the argument fields that annotate a call without changing what it does."""
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as JSON with sorted keys and no insignificant white space (non-ASCII kept)."""
+    return _ENCODE(value)
+
+
+_parsed: dict[str, Any] = {}
+
+
+def parse_arguments(text: str | None) -> Any:
+    """Arguments recorded as text, parsed: JSON as a value, anything else as the text itself.
+
+    Cached by text (agents repeat themselves); parsed values are shared between calls: read-only.
+    """
+    if text is None:
+        return None
+    try:
+        return _parsed[text]
+    except KeyError:
+        pass
+    try:
+        value: Any = json.loads(text)
+    except (ValueError, RecursionError):
+        value = text
+    if len(_parsed) >= _CACHE_LIMIT:
+        _parsed.clear()
+    _parsed[text] = value
+    return value
+
+
+_MONTH: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
+_DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
+_VOLATILE: Final = tuple((re.compile(pattern), token) for pattern, token in (
+    # Codex's native tool output frames every result with these two lines.
+    (r"(?m)^(Chunk ID|Wall time|Process exited after)\b[^\n]*", r"\1: <volatile>"),
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+    (r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?", "<time>"),
+    (rf"(?:{_DAY},? +)?{_MONTH} +\d{{1,2}},? +\d{{1,2}}:\d{{2}}:\d{{2}}(?: +[A-Z]{{2,5}})?(?: +\d{{4}})?", "<time>"),
+    (rf"\b\d{{1,2}} {_MONTH} \d{{4}}(?: \d{{1,2}}:\d{{2}}(?::\d{{2}})?)?", "<time>"),
+    (r"\b\d{4}-\d{2}-\d{2}\b|\b\d{4}/\d{2}/\d{2}\b", "<date>"),
+    (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
+    (r"\b1[5-9]\d{8}(?:\d{3}){0,3}\b", "<epoch>"),
+    (r"\b0x[0-9a-fA-F]{6,}\b", "<addr>"),
+    (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b", "<hex>"),
+    (r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s'\":,)\]]+", "<tmp>"),
+    (r"\btmp[._]?[A-Za-z0-9_]{6,}\b", "<tmp>"),
+    (r"(?i)\b(pid|process|thread)([ =:#]+)\d+", r"\1\2<pid>"),
+    (r"\b\d+(?:\.\d+)?(?: ?)(?:ns|µs|us|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?)\b", "<dur>"),
+    (r"(?i)\b(duration(?:_ms)?|elapsed|took|time)([ =:]+)\d+(?:\.\d+)?", r"\1\2<dur>"),
+))
+
+_masked: dict[str, str] = {}
+
+
+def mask_volatile(text: str) -> str:
+    """``text`` with its volatile tokens replaced by placeholders such as ``<time>`` and ``<pid>``.
+
+    Idempotent (placeholders match nothing), never merges texts whose other characters differ,
+    and leaves counts alone. Cached per text: only failed results are masked, and failures repeat.
+    """
+    try:
+        return _masked[text]
+    except KeyError:
+        pass
+    masked = text
+    for pattern, token in _VOLATILE:
+        masked = pattern.sub(token, masked)
+    if len(_masked) >= _CACHE_LIMIT:
+        _masked.clear()
+    _masked[text] = masked
+    return masked
+
+
+class _Unique:
+    """Stands in a rebuilt call's identity: equal to nothing but itself."""
+
+    __slots__ = ()
+
+
+class Identity:
+    """Normalises calls for comparison; one per chain or per ``repeat_guard`` (its ``ignore_args``).
+
+    ``ignore_args`` adds annotation fields per tool to :data:`IGNORED_ARGS`; ``mask_failures=False``
+    compares failed results exactly.
+    """
+
+    __slots__ = ("ignored", "mask_failures")
+
+    def __init__(self, ignore_args: Mapping[str, frozenset[str] | set[str] | list[str]] | None = None, *,
+                 mask_failures: bool = True) -> None:
+        ignored = {tool: frozenset(fields) for tool, fields in IGNORED_ARGS.items()}
+        for tool, fields in (ignore_args or {}).items():
+            ignored[tool] = ignored.get(tool, frozenset()) | frozenset(fields)
+        self.ignored: Mapping[str, frozenset[str]] = ignored
+        self.mask_failures = mask_failures
+
+    def key(self, call: ToolCall) -> IdentityKey:
+        """What makes ``call`` the same as another: equal keys, equal calls."""
+        if call.rebuilt:
+            return (_Unique(),)
+        arguments = call.arguments
+        fields = self.ignored.get(call.tool)
+        if fields and isinstance(arguments, dict) and not fields.isdisjoint(arguments):
+            arguments = {k: v for k, v in arguments.items() if k not in fields}
+        result = call.result
+        if call.failed and result and self.mask_failures:
+            result = mask_volatile(result)
+        return (call.tool, arguments, call.cwd or "", result or "", call.failed)
+
+    def normalised(self, call: ToolCall) -> tuple[tuple[str, ...], bool]:
+        """(the argument fields left out of ``call``'s identity, whether its result was masked)."""
+        fields = self.ignored.get(call.tool)
+        arguments = call.arguments
+        dropped = tuple(sorted(fields.intersection(arguments))) if fields and isinstance(arguments, dict) else ()
+        masked = bool(call.failed and call.result and self.mask_failures and mask_volatile(call.result) != call.result)
+        return dropped, masked
+
+
+class Digester:
+    """Keyed 128-bit digests of call identities."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key if key is not None else os.urandom(32)
+        if not 1 <= len(self._key) <= 64:
+            raise ValueError("a digest key holds 1 to 64 bytes")
+
+    def digest(self, *parts: str) -> str:
+        """Hex digest of ``parts``, which are joined unambiguously."""
+        hasher = hashlib.blake2b(key=self._key, digest_size=16)
+        for part in parts:
+            hasher.update(part.encode("utf-8", "surrogatepass"))
+            hasher.update(_SEPARATOR)
+        return hasher.hexdigest()
+
+    def of_identity(self, key: IdentityKey) -> str:
+        """The digest of an identity key (as :meth:`Identity.key` makes it)."""
+        if len(key) != 5:  # a rebuilt call: there is nothing to digest but its uniqueness
+            return self.digest("<rebuilt>", str(id(key[0])))
+        tool, arguments, cwd, result, failed = key
+        return self.digest(tool, arguments if isinstance(arguments, str) else canonical_json(arguments), cwd, result,
+                           "1" if failed else "0")
