@@ -2,8 +2,9 @@
 
 Both sides create the same spans through the same recorder (1 KB arguments and results, content
 capture on, a BatchSpanProcessor with an exporter that drops), inside turns of 100 calls, turn
-ends included. Runs alternate between the two sides, and the reported ratio is the median of the
-per-round ratios, so machine noise hits both sides alike. Run: ``python benchmarks/bench_chain.py``.
+ends included; the chain gets each call from the recorder, as under the CLI. Runs alternate
+between the two sides, and the reported ratio is the median of the per-round ratios, so machine
+noise hits both sides alike. Run: ``python benchmarks/bench_chain.py``.
 """
 
 from __future__ import annotations
@@ -49,15 +50,22 @@ def distinct_shell_calls(round_no: int) -> list[tuple[str, str, str]]:
                                  "pad": PAD}), f"out {i} {PAD}") for i in range(CALLS_PER_TURN)]
 
 
-def make_side(with_chain: bool) -> tuple[AgentRecorder, Callable[[], None]]:
+def make_side(with_chain: bool, plugins: str | None = None) -> tuple[AgentRecorder, Callable[[], None]]:
+    """A recorder on its own providers; with the default chain, or a chain of the named plugins
+    (``"empty"`` for none at all, ``"classify,tool_stats"`` for two)."""
     provider = TracerProvider()
     processor = BatchSpanProcessor(DropExporter(), max_queue_size=100_000, schedule_delay_millis=50)
     provider.add_span_processor(processor)
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     chain = None
     if with_chain:
-        chain = Manifest.default().toolchain()
-        chain.install(provider, meter_provider)
+        manifest = Manifest.default()
+        if plugins is not None:
+            names = [] if plugins == "empty" else plugins.split(",")
+            manifest = Manifest.from_dict({"agent": {"tool_plugins": [
+                {"plugin": name, **({"limit": 25} if name == "repeat_guard" else {})} for name in names]}})
+        chain = manifest.toolchain()
+        chain.install(None, meter_provider)  # as the CLI does: the recorder hands the chain its calls
     recorder = AgentRecorder(provider, toolchain=chain, capture_content=True)
 
     def close() -> None:

@@ -10,19 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["UNKNOWN_TOOL", "Retry", "ToolCall"]
+from otel_toolchain.identity import UNKNOWN_TOOL, parse_arguments
 
-UNKNOWN_TOOL = "unknown"
-"""The tool name of a call rebuilt from a lone result, whose start was never seen."""
+__all__ = ["UNKNOWN_TOOL", "Retry", "ToolCall"]
 
 
 class ToolCall(NamedTuple):
     """A finished tool call, as the plugins of one turn see it, in order.
 
-    ``arguments`` is the parsed input (usually a dict; text that is not JSON stays text; None when
-    there was none or it was not recorded). ``result`` is the result as text. ``has_content`` is
-    False when the source recorded neither arguments nor result (an instrumentation with content
-    capture off): such a call can be counted but not told apart from another one.
+    ``arguments`` is the input as the source had it: a parsed value (usually a dict) where the source
+    parsed it, else its JSON text; :attr:`parsed_arguments` always gives the value (text that is not
+    JSON stays text; None when there was none or it was not recorded), parsed once per distinct
+    text. ``result`` is the result as text. ``has_content`` is False when the source recorded
+    neither arguments nor result (an instrumentation with content capture off): such a call can be
+    counted but not told apart from another one.
 
     Plugins see the full arguments and result whether or not the span records them. A tuple under
     the hood, so building one costs little on the hot path; compare calls with
@@ -41,6 +42,12 @@ class ToolCall(NamedTuple):
     trace_id: int = 0
     span_id: int = 0
     has_content: bool = True
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """The arguments as a value: JSON text parsed (cached by text), anything else as it is."""
+        arguments = self.arguments
+        return parse_arguments(arguments) if isinstance(arguments, str) else arguments
 
     @property
     def duration_ms(self) -> int:

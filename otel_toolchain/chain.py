@@ -26,7 +26,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from otel_toolchain import semconv
 from otel_toolchain._recognise.content import ContentNotes
-from otel_toolchain._recognise.tracker import SpanPath
+from otel_toolchain._recognise.tracker import DIRECT, SpanPath
 from otel_toolchain._telemetry import ChainInstruments, Telemetry, make_telemetry
 from otel_toolchain.identity import Digester, IdentityKey
 from otel_toolchain.plugin import ToolPlugin
@@ -76,7 +76,7 @@ class Toolchain(SpanProcessor, TurnSink):
         if max_open_turns < 1:
             raise ValueError("max_open_turns must be at least 1")
         self.plugins: tuple[ToolPlugin, ...] = tuple(plugins)
-        self._tool_plugins = _overrides(self.plugins, "on_tool")
+        self._on_tool = tuple((p.name, p.on_tool) for p in _overrides(self.plugins, "on_tool"))
         self._retry_plugins = _overrides(self.plugins, "on_retry")
         self._end_plugins = _overrides(self.plugins, "on_turn_end")
         self.strict = strict
@@ -91,6 +91,8 @@ class Toolchain(SpanProcessor, TurnSink):
         self._logged: set[str] = set()
         self._content_notes = ContentNotes()
         self._spans = SpanPath(self, max_live_spans=64 * max_open_turns)
+        self.processes_spans = False
+        """The chain was added to a tracer provider: code that hands calls in directly marks its spans."""
         self.evicted = 0
         self.evicted_calls = 0
         self.plugin_errors = 0
@@ -112,6 +114,7 @@ class Toolchain(SpanProcessor, TurnSink):
         self.telemetry = make_telemetry(meter_provider, logger_provider)
         self._setup(self.telemetry)
         if tracer_provider is not None:
+            self.processes_spans = True
             tracer_provider.add_span_processor(self)
         return self
 
@@ -167,17 +170,17 @@ class Toolchain(SpanProcessor, TurnSink):
             return _NO_TAGS
         if not call.has_content:
             self._content_notes.missing(turn, source, call.span_id)
+        tags: dict[str, str] = {}
         with turn.lock:
             turn.calls += 1
-            tags: dict[str, str] = {}
             turn.tags = tags
-            for plugin in self._tool_plugins:
+            for name, on_tool in self._on_tool:
                 try:
-                    plugin.on_tool(call, turn)
+                    on_tool(call, turn)
                 except KeyboardInterrupt:
                     raise
                 except BaseException:  # noqa: BLE001 (the contract: nothing but KeyboardInterrupt reaches the agent)
-                    self._failed(plugin.name, "on_tool")
+                    self._failed(name, "on_tool")
         return tags
 
     def retry(self, turn: Turn, retry: Retry) -> None:
@@ -235,10 +238,13 @@ class Toolchain(SpanProcessor, TurnSink):
 
     # -- SpanProcessor --------------------------------------------------------------------------------
     def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
+        if DIRECT.get():  # a span of code that hands us its calls itself (the recorder)
+            return
         self._guarded(_CHAIN, "on_start", self._spans.start, span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        self._guarded(_CHAIN, "on_end", self._spans.end, span)
+        if self._spans.tracks(span):
+            self._guarded(_CHAIN, "on_end", self._spans.end, span)
 
     def shutdown(self) -> None:
         for plugin in self.plugins:

@@ -37,8 +37,11 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from otel_toolchain.calls import ToolCall
 
+UNKNOWN_TOOL: Final = "unknown"
+"""The tool name of a call rebuilt from a lone result, whose start was never seen."""
+
 __all__ = [
-    "IGNORED_ARGS", "Digester", "Identity", "IdentityKey", "canonical_json", "mask_volatile", "parse_arguments",
+    "IGNORED_ARGS", "Digester", "Identity", "IdentityKey", "canonical_json", "mask_volatile", "parse_arguments", "same",
 ]
 
 _CACHE_LIMIT: Final = 4096
@@ -149,7 +152,7 @@ class Identity:
     compares failed results exactly.
     """
 
-    __slots__ = ("ignored", "mask_failures")
+    __slots__ = ("_quoted", "ignored", "mask_failures")
 
     def __init__(self, ignore_args: Mapping[str, frozenset[str] | set[str] | list[str]] | None = None, *,
                  mask_failures: bool = True) -> None:
@@ -157,28 +160,55 @@ class Identity:
         for tool, fields in (ignore_args or {}).items():
             ignored[tool] = ignored.get(tool, frozenset()) | frozenset(fields)
         self.ignored: Mapping[str, frozenset[str]] = ignored
+        self._quoted = {tool: tuple(f'"{field}"' for field in fields) for tool, fields in ignored.items()}
         self.mask_failures = mask_failures
 
     def key(self, call: ToolCall) -> IdentityKey:
-        """What makes ``call`` the same as another: equal keys, equal calls."""
-        if call.rebuilt:
+        """What makes ``call`` the same as another: keys that are :func:`same` make calls that are.
+
+        Arguments stay text where the source gave text and no ignored field can be in it (raw text
+        first: agents repeat the same text; :func:`same` parses only when two texts differ).
+        """
+        tool, arguments = call[0], call[1]
+        if arguments is None and tool == UNKNOWN_TOOL:  # rebuilt from a lone result: nothing to compare
             return (_Unique(),)
-        arguments = call.arguments
-        fields = self.ignored.get(call.tool)
-        if fields and isinstance(arguments, dict) and not fields.isdisjoint(arguments):
-            arguments = {k: v for k, v in arguments.items() if k not in fields}
-        result = call.result
-        if call.failed and result and self.mask_failures:
+        fields = self.ignored.get(tool)
+        if fields is not None and self._may_hold(arguments, tool):
+            arguments = call.parsed_arguments
+            if isinstance(arguments, dict) and not fields.isdisjoint(arguments):
+                arguments = {k: v for k, v in arguments.items() if k not in fields}
+        result = call[2]
+        if call[3] and result and self.mask_failures:
             result = mask_volatile(result)
-        return (call.tool, arguments, call.cwd or "", result or "", call.failed)
+        return (tool, arguments, call[6] or "", result or "", call[3])
+
+    def _may_hold(self, arguments: Any, tool: str) -> bool:
+        if not isinstance(arguments, str):
+            return True
+        for quoted in self._quoted[tool]:  # noqa: SIM110 (a scan before any parse; any() costs a generator)
+            if quoted in arguments:
+                return True
+        return False
 
     def normalised(self, call: ToolCall) -> tuple[tuple[str, ...], bool]:
         """(the argument fields left out of ``call``'s identity, whether its result was masked)."""
         fields = self.ignored.get(call.tool)
-        arguments = call.arguments
+        arguments = call.parsed_arguments
         dropped = tuple(sorted(fields.intersection(arguments))) if fields and isinstance(arguments, dict) else ()
         masked = bool(call.failed and call.result and self.mask_failures and mask_volatile(call.result) != call.result)
         return dropped, masked
+
+
+def same(a: IdentityKey, b: IdentityKey) -> bool:
+    """Whether two identity keys stand for the same call (arguments that differ as text are compared parsed)."""
+    if a == b:
+        return True
+    if len(a) != 5 or len(b) != 5 or a[3] != b[3] or a[0] != b[0] or a[4] != b[4] or a[2] != b[2]:
+        return False  # results first: they tell most calls apart
+    x, y = a[1], b[1]
+    if not (isinstance(x, str) or isinstance(y, str)):
+        return False
+    return bool((parse_arguments(x) if isinstance(x, str) else x) == (parse_arguments(y) if isinstance(y, str) else y))
 
 
 class Digester:
@@ -204,5 +234,6 @@ class Digester:
         if len(key) != 5:  # a rebuilt call: there is nothing to digest but its uniqueness
             return self.digest("<rebuilt>", str(id(key[0])))
         tool, arguments, cwd, result, failed = key
-        return self.digest(tool, arguments if isinstance(arguments, str) else canonical_json(arguments), cwd, result,
+        value = parse_arguments(arguments) if isinstance(arguments, str) else arguments
+        return self.digest(tool, value if isinstance(value, str) else canonical_json(value), cwd, result,
                            "1" if failed else "0")

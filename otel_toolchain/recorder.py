@@ -63,16 +63,6 @@ def _as_text(value: object) -> str | None:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _parsed(arguments: object) -> Any:
-    """Arguments as the plugins see them: a JSON text is parsed, any other value is taken as it is."""
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except (ValueError, RecursionError):
-            return arguments
-    return arguments
-
-
 def _argument_text(arguments: Any) -> str | None:
     if arguments is None or isinstance(arguments, str):
         return arguments
@@ -99,7 +89,7 @@ class AgentRecorder:
         self.capture_content = capture_from_environment() if capture_content is None else capture_content
 
     def _start_span(self, name: str, **kwargs: Any) -> Span:
-        if self.toolchain is None:
+        if self.toolchain is None or not self.toolchain.processes_spans:
             return self._tracer.start_span(name, **kwargs)
         token = DIRECT.set(True)  # the chain gets these calls from us: it skips the spans as a processor
         try:
@@ -209,15 +199,14 @@ class TurnRecording(TurnObserver):
     ) -> ToolSpan:
         """Open a tool call whose result comes later (``parent`` nests a sub-agent's call)."""
         start = start_ns or time.time_ns()
-        parsed = _parsed(arguments)
         attrs = self._call_attributes(tool, call_id, cwd)
-        if self._recorder.capture_content and parsed is not None:
+        if self._recorder.capture_content and arguments is not None:
             attrs[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] = _argument_text(arguments)
         context = trace.set_span_in_context(parent.span if parent is not None else self.span)
         span = self._recorder._start_span(
             semconv.tool_span_name(tool), context=context, kind=SpanKind.INTERNAL, attributes=attrs, start_time=start,
         )
-        return ToolSpan(self, span, tool=tool, arguments=parsed, call_id=call_id, cwd=cwd, start_ns=start)
+        return ToolSpan(self, span, tool=tool, arguments=arguments, call_id=call_id, cwd=cwd, start_ns=start)
 
     def tool_call(
         self,
@@ -238,7 +227,7 @@ class TurnRecording(TurnObserver):
         ``arguments`` may be a JSON text or any JSON-able value; ``result`` text or a JSON-able value.
         """
         start = start_ns or time.time_ns()
-        call = ToolCall(tool, _parsed(arguments), _as_text(result), failed,
+        call = ToolCall(tool, arguments, _as_text(result), failed,
                         (error_type or semconv.ERROR_TYPE_OTHER) if failed else None, call_id, cwd, start,
                         end_ns or start, self.trace_id)
         return self.record(call, parent=parent)

@@ -40,15 +40,15 @@ class Turn:
 
     Plugins read ``calls`` (the number of calls so far, the current one included: its 1-based
     index), ``retries``, ``stopped`` and ``tags`` (what earlier plugins said of the current call),
-    keep per-turn state with ``state_of``, and act through ``tag``, ``stop``, ``nudge`` and
-    ``report``; the chain turns those into span attributes, status, events, metrics and observer
+    keep per-turn state with ``state_of`` (or ``states``, the dict behind it, on a hot path), and
+    act through ``tag``, ``stop``, ``nudge`` and ``report``; the chain turns those into span attributes, status, events, metrics and observer
     calls. ``lock`` serialises the hooks of this turn (re-entrant, so a listener may record on
     the same turn).
     """
 
     __slots__ = (
-        "_sink", "_states", "agent", "calls", "closed", "evicted", "is_agent", "lock", "nudges", "observer",
-        "reports", "retries", "shadow_stopped", "span", "span_id", "stopped", "tags", "trace_id",
+        "_sink", "agent", "calls", "closed", "evicted", "is_agent", "lock", "nudges", "observer",
+        "reports", "retries", "shadow_stopped", "span", "span_id", "states", "stopped", "tags", "trace_id",
     )
 
     def __init__(
@@ -81,7 +81,8 @@ class Turn:
         self.reports: list[TurnReport] = []
         self.tags: dict[str, str] = {}
         self.lock = threading.RLock()
-        self._states: dict[int, Any] = {}
+        self.states: dict[object, Any] = {}
+        """Per-turn state by owner (plugins hash by identity); :meth:`state_of` is the usual way in."""
         self._sink = sink
 
     @property
@@ -90,14 +91,14 @@ class Turn:
 
     def state_of(self, owner: object, factory: Callable[[], _T]) -> _T:
         """The state ``owner`` keeps for this turn, made by ``factory()`` on first use."""
-        state: _T | None = self._states.get(id(owner))
+        state: _T | None = self.states.get(owner)
         if state is None:
-            state = self._states[id(owner)] = factory()
+            state = self.states[owner] = factory()
         return state
 
     def drop_states(self) -> None:
         """Forget every plugin's state (the turn was evicted, or has been reported)."""
-        self._states.clear()
+        self.states.clear()
 
     def tag(self, key: str, value: str) -> None:
         """Say something of the current call: later plugins read it in ``tags``, and it goes on the

@@ -104,9 +104,12 @@ class SpanPath:
             self._live.pop(key, None)
 
     # -- on_start / on_end ----------------------------------------------------------------------------
+    def tracks(self, span: ReadableSpan) -> bool:
+        """Whether ``span`` is one of the live spans (a lock-free read: an entry only leaves on its end)."""
+        context = span.get_span_context()
+        return context is not None and (context.trace_id, context.span_id) in self._live
+
     def start(self, span: Span) -> None:
-        if DIRECT.get():
-            return
         attrs = attributes_of(span)
         role = role_of(span.name, attrs)
         context = span.get_span_context()

@@ -49,7 +49,8 @@ def start_telemetry(manifest: Manifest) -> tuple[Pipeline, Toolchain, AgentRecor
     """The export pipeline (from the manifest and the OTEL_* environment), the chain on it, a recorder."""
     pipeline = build_pipeline(manifest.export)
     chain = manifest.toolchain(digest_key=_digest_key())
-    chain.install(pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider)
+    # The recorder hands the chain its calls; the chain need not read the spans as a processor too.
+    chain.install(None, pipeline.meter_provider, pipeline.logger_provider)
     recorder = AgentRecorder(pipeline.tracer_provider, toolchain=chain, capture_content=manifest.agent.capture_content)
     return pipeline, chain, recorder
 

@@ -57,6 +57,7 @@ __all__ = ["CLASSES", "PRECEDENCE", "Classifier", "Classify", "ClassifyConfig", 
 PRECEDENCE: Final[tuple[ToolClass, ...]] = ("network", "write", "build", "agent", "mcp", "exec", "other", "read")
 _RANK: Final = {cls: -index for index, cls in enumerate(PRECEDENCE)}
 _CACHE_LIMIT = 4096
+_UNSEEN: Final = object()
 _Command: TypeAlias = "str | tuple[str, ...]"
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -89,13 +90,14 @@ class ClassifyConfig(BaseModel):
 class Classifier:
     """Classes tool calls; safe to share between threads (a lost cache entry is only recomputed)."""
 
-    __slots__ = ("_commands", "_program_rules", "_tool_rules", "_tools")
+    __slots__ = ("_commands", "_program_rules", "_texts", "_tool_rules", "_tools")
 
     def __init__(self, rules: Sequence[Rule] = ()) -> None:
         self._tool_rules = tuple((_glob(r.tool), r.class_) for r in rules if r.tool is not None)
         self._program_rules = tuple((_glob(r.program), r.class_) for r in rules if r.program is not None)
         self._tools: dict[str, ToolClass | None] = {}  # None: a shell tool, classed by its command
         self._commands: dict[tuple[str, _Command], ToolClass] = {}
+        self._texts: dict[tuple[str, str], ToolClass] = {}
 
     def classify(self, tool: str, arguments: object) -> ToolClass:
         """The class of a call of ``tool`` with ``arguments`` (parsed JSON, or raw text)."""
@@ -105,6 +107,25 @@ class Classifier:
             fixed = _remember(self._tools, tool, self._tool_class(tool))
         if fixed is not None:
             return fixed
+        return self._shell_class(tool, arguments)
+
+    def classify_call(self, call: ToolCall) -> ToolClass:
+        """The class of ``call``; a shell call's JSON text is parsed only the first time it is seen."""
+        tool = call[0]
+        fixed = self._tools.get(tool, _UNSEEN)
+        if fixed is _UNSEEN:
+            fixed = _remember(self._tools, tool, self._tool_class(tool))
+        if fixed is not None:
+            return fixed  # type: ignore[return-value]
+        arguments = call[1]
+        if isinstance(arguments, str):  # cached by the text itself: agents repeat their commands verbatim
+            found = self._texts.get((tool, arguments))
+            if found is not None:
+                return found
+            return _remember(self._texts, (tool, arguments), self._shell_class(tool, call.parsed_arguments))
+        return self._shell_class(tool, arguments)
+
+    def _shell_class(self, tool: str, arguments: object) -> ToolClass:
         command = shell_command(arguments)
         if command is None:
             return "exec"
@@ -186,4 +207,4 @@ class Classify(ToolPlugin):
         return {"rules": [rule.model_dump(by_alias=True, exclude_none=True) for rule in self.rules]}
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
-        turn.tag("class", self.classifier.classify(call.tool, call.arguments))
+        turn.tags["class"] = self.classifier.classify_call(call)

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from otel_toolchain import semconv
 from otel_toolchain._telemetry import Telemetry
-from otel_toolchain.identity import Identity, IdentityKey
+from otel_toolchain.identity import UNKNOWN_TOOL, Identity, IdentityKey, same
 from otel_toolchain.plugin import ToolPlugin
 from otel_toolchain.plugins._polls import is_poll
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
@@ -106,7 +106,8 @@ class RepeatCounter:
         self.max_period = max_period
         self.identity = identity or Identity()
         self.recent: deque[ToolCall] = deque(maxlen=max_period)
-        self.keys: deque[IdentityKey] = deque(maxlen=max_period)
+        self.keys: deque[IdentityKey | None] = deque(maxlen=max_period)
+        """The identities of ``recent``, where one was needed (None until then)."""
         self.runs = [0] * max_period
         self.starts = [0] * max_period
         """Per period, the start time (ns) of the first call of the current repeated block."""
@@ -117,27 +118,54 @@ class RepeatCounter:
         """The most repetitions reached in the turn so far."""
 
     def add(self, call: ToolCall) -> tuple[int, int]:
-        key = self.identity.key(call)
-        keys, runs = self.keys, self.runs
-        seen = len(keys)
+        recent, runs = self.recent, self.runs
+        seen = len(recent)
         self.calls += 1
-        best_period, best_repeats = 1, 0
-        for index in range(self.max_period):
-            period = index + 1
-            if seen >= period and keys[-period] == key:
+        best_period, best_repeats = 1, 1
+        tool, arguments, result, failed = call[0], call[1], call[2], call[3]
+        key: IdentityKey | None = None
+        for index in range(seen if seen < self.max_period else self.max_period):
+            earlier = recent[-1 - index]
+            # Most calls differ from the calls before them in tool or result: tell them apart without
+            # building identities; build one only where normalising could make two calls the same.
+            if earlier[0] != tool:
+                if runs[index]:
+                    runs[index] = 0
+                continue
+            if earlier[2] == result and earlier[1] == arguments and earlier[6] == call[6] and earlier[3] == failed:
+                match = arguments is not None or tool != UNKNOWN_TOOL  # a rebuilt call is never the same
+            elif earlier[2] != result and not (failed and earlier[3]):
+                match = False  # different results, not two failures: no mask can make them the same
+            else:
+                if key is None:
+                    key = self.identity.key(call)
+                match = same(self._key(index), key)
+            if match:
                 if runs[index] == 0:
-                    self.starts[index] = self.recent[-period].start_ns
+                    self.starts[index] = earlier[7]
                 runs[index] += 1
+                repeats = (runs[index] + index + 1) // (index + 1)
+                if repeats > best_repeats:  # strict: the shortest period wins a tie
+                    best_period, best_repeats = index + 1, repeats
             else:
                 runs[index] = 0
-            repeats = (runs[index] + period) // period if seen + 1 >= period else 0
-            if repeats > best_repeats:  # strict: the shortest period wins a tie
-                best_period, best_repeats = period, repeats
-        keys.append(key)
-        self.recent.append(call)
+        recent.append(call)
+        self.keys.append(key)
         self.current = best_repeats
-        self.best = max(self.best, best_repeats)
+        if best_repeats > self.best:  # noqa: PLR1730 (max() is a call on the hot path)
+            self.best = best_repeats
         return best_period, best_repeats
+
+    def _key(self, back: int) -> IdentityKey:
+        """The identity of the call ``back + 1`` places back, built on first use."""
+        key = self.keys[-1 - back]
+        if key is None:
+            key = self.keys[-1 - back] = self.identity.key(self.recent[-1 - back])
+        return key
+
+    def identities(self, period: int) -> list[IdentityKey]:
+        """The identities of the last ``period`` calls."""
+        return [self._key(back) for back in range(period - 1, -1, -1)]
 
     def repeats(self, period: int) -> int:
         """Complete repetitions of the last ``period`` calls, as of the last call."""
@@ -218,11 +246,15 @@ class RepeatGuard(ToolPlugin):
         )
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
-        state = turn.state_of(self, self._new_state)
+        state = turn.states.get(self)
+        if state is None:
+            state = turn.states[self] = self._new_state()
         period, repeats = state.add(call)
-        if repeats <= 1:
+        if repeats == 1:
             state.nudged = False  # the streak is broken: a new one may be nudged again
-        elif self.nudge_at is not None and repeats >= self.nudge_at and not state.nudged:
+            if self._lowest > 1:
+                return
+        if self.nudge_at is not None and repeats >= self.nudge_at and not state.nudged:
             state.nudged = True
             turn.nudge(self._nudge(state, turn, period, repeats))
         if repeats >= self._lowest:
@@ -243,7 +275,7 @@ class RepeatGuard(ToolPlugin):
                 continue
             cycle = state.cycle(period)
             limit = self.period_limits[period - 1]
-            if self.poll_limit is not None and all(is_poll(c.tool, c.arguments) for c in cycle):
+            if self.poll_limit is not None and all(is_poll(c.tool, c.parsed_arguments) for c in cycle):
                 limit = self.poll_limit
             if repeats < limit:
                 continue
@@ -262,7 +294,7 @@ class RepeatGuard(ToolPlugin):
     def _verdict(self, state: _GuardState, turn: Turn, period: int, repeats: int, *, shadow: bool,
                  blind: bool) -> StopSignal:
         cycle = state.cycle(period)
-        keys = list(state.keys)[-period:]
+        keys = state.identities(period)
         ignored: set[str] = set()
         masked = False
         for call in cycle:

@@ -50,15 +50,22 @@ class ToolStatsConfig(BaseModel):
 
 
 class _Stats:
-    __slots__ = ("calls", "classes", "fail_streak", "longest_fail_streak", "pending", "tools")
+    """One turn's counts. Per call: two dict updates and the failure streak; the rest at a flush."""
+
+    __slots__ = ("counts", "fail_streak", "longest_fail_streak", "ns", "pending", "totals", "unflushed")
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.unflushed = 0
         self.fail_streak = 0
         self.longest_fail_streak = 0
-        self.tools: dict[str, list[int]] = {}  # tool -> [calls, failed, ms]
-        self.classes: dict[str, int] = {}
-        self.pending: list[tuple[str, str, bool, float, int, int]] = []  # what a metric point needs
+        self.counts: dict[tuple[str, str, bool], int] = {}
+        """(tool, class, failed) -> calls since the last flush."""
+        self.totals: dict[tuple[str, str, bool], int] = {}
+        """(tool, class, failed) -> calls flushed so far."""
+        self.ns: dict[str, int] = {}
+        """tool -> nanoseconds spent."""
+        self.pending: list[tuple[str, str, float, int, int]] = []
+        """What a duration point needs, when the plugin records durations."""
 
 
 class ToolStats(ToolPlugin):
@@ -93,25 +100,27 @@ class ToolStats(ToolPlugin):
         )
 
     def on_tool(self, call: ToolCall, turn: Turn) -> None:
-        stats = turn.state_of(self, _Stats)
-        cls = turn.tags.get("class", "other")
-        stats.calls += 1
-        per_tool = stats.tools.get(call.tool)
-        if per_tool is None:
-            per_tool = stats.tools[call.tool] = [0, 0, 0]
-        per_tool[0] += 1
-        per_tool[2] += call.duration_ms
-        if call.failed:
-            per_tool[1] += 1
+        stats = turn.states.get(self)
+        if stats is None:
+            stats = turn.states[self] = _Stats()
+        tool, failed = call[0], call[3]
+        key = (tool, turn.tags.get("class", "other"), failed)
+        counts = stats.counts
+        counts[key] = counts.get(key, 0) + 1
+        spent = call[8] - call[7]
+        if spent > 0:
+            stats.ns[tool] = stats.ns.get(tool, 0) + spent
+        if failed:
             stats.fail_streak += 1
-            stats.longest_fail_streak = max(stats.longest_fail_streak, stats.fail_streak)
-        else:
+            if stats.fail_streak > stats.longest_fail_streak:  # noqa: PLR1730 (no call on the hot path)
+                stats.longest_fail_streak = stats.fail_streak
+        elif stats.fail_streak:
             stats.fail_streak = 0
-        stats.classes[cls] = stats.classes.get(cls, 0) + 1
-        seconds = max(0, call.end_ns - call.start_ns) / 1e9
-        stats.pending.append((call.tool, cls, call.failed, seconds, call.trace_id or turn.trace_id,
-                              call.span_id or turn.span_id))
-        if len(stats.pending) >= self.flush_every or turn.closed:  # a late call: no turn end will flush it
+        if self.duration_histogram:
+            stats.pending.append((tool, key[1], max(0, spent) / 1e9, call.trace_id or turn.trace_id,
+                                  call.span_id or turn.span_id))
+        stats.unflushed += 1
+        if stats.unflushed >= self.flush_every or turn.closed:  # a late call: no turn end will flush it
             self._flush(stats)
 
     def on_retry(self, retry: Retry, turn: Turn) -> None:
@@ -131,26 +140,32 @@ class ToolStats(ToolPlugin):
 
     @staticmethod
     def summary(stats: _Stats, retries: int) -> dict[str, Any]:
-        """The seed's tool_stats object for one turn."""
+        """The seed's tool_stats object for one turn (after a flush)."""
+        tools: dict[str, dict[str, int]] = {}
+        classes: dict[str, int] = {}
+        for (tool, cls, failed), count in stats.totals.items():
+            per_tool = tools.setdefault(tool, {"calls": 0, "failed": 0, "ms": stats.ns.get(tool, 0) // 1_000_000})
+            per_tool["calls"] += count
+            per_tool["failed"] += count if failed else 0
+            classes[cls] = classes.get(cls, 0) + count
         return {
-            "calls": stats.calls,
+            "calls": sum(stats.totals.values()),
             "retries": retries,
             "longest_fail_streak": stats.longest_fail_streak,
-            "tools": {tool: {"calls": c, "failed": f, "ms": ms} for tool, (c, f, ms) in stats.tools.items()},
-            "classes": dict(sorted(stats.classes.items())),
+            "tools": tools,
+            "classes": dict(sorted(classes.items())),
         }
 
     def _flush(self, stats: _Stats) -> None:
-        groups: dict[tuple[str, str, bool], int] = {}
-        for tool, cls, failed, seconds, trace_id, span_id in stats.pending:
-            groups[(tool, cls, failed)] = groups.get((tool, cls, failed), 0) + 1
-            if not self.duration_histogram:
-                continue
-            context = trace.set_span_in_context(trace.NonRecordingSpan(_span_context(trace_id, span_id)))
-            self._duration.record(seconds, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls}, context=context)
-        for (tool, cls, failed), count in groups.items():
+        for (tool, cls, failed), count in stats.counts.items():
             self._calls.add(count, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls,
                                     semconv.TOOL_FAILED: "true" if failed else "false"})
+            stats.totals[(tool, cls, failed)] = stats.totals.get((tool, cls, failed), 0) + count
+        stats.counts.clear()
+        stats.unflushed = 0
+        for tool, cls, seconds, trace_id, span_id in stats.pending:
+            context = trace.set_span_in_context(trace.NonRecordingSpan(_span_context(trace_id, span_id)))
+            self._duration.record(seconds, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls}, context=context)
         stats.pending.clear()
 
 
