@@ -41,9 +41,9 @@ class Turn:
     Plugins read ``calls`` (the number of calls so far, the current one included: its 1-based
     index), ``retries``, ``stopped`` and ``tags`` (what earlier plugins said of the current call),
     keep per-turn state with ``state_of`` (or ``states``, the dict behind it, on a hot path), and
-    act through ``tag``, ``stop``, ``nudge`` and ``report``; the chain turns those into span attributes, status, events, metrics and observer
-    calls. ``lock`` serialises the hooks of this turn (re-entrant, so a listener may record on
-    the same turn).
+    act through ``tag``, ``stop``, ``nudge`` and ``report``; the chain turns those into span
+    attributes, status, events, metrics and observer calls. ``lock`` serialises the hooks of this
+    turn (re-entrant, so a listener may record on the same turn).
     """
 
     __slots__ = (
