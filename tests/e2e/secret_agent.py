@@ -2,7 +2,8 @@
 
 Usage:
   python secret_agent.py turns KIND [KIND ...]   one turn per KIND, each with its own session id, then exit 0
-  python secret_agent.py wedge                   one turn: two varied calls, then the same call forever
+  python secret_agent.py wedge                   one turn: two varied calls, then the same call forever,
+                                                 one every 0.2 s (session id: $SECRET_AGENT_SESSION)
 
 KIND is ``healthy`` (three calls whose results differ), ``toolfail`` (a failing call in a turn that ends
 well), ``turnfail`` (the turn itself ends with ``is_error``) or ``wedge`` (the same call and result 30
@@ -14,6 +15,7 @@ can check that none of them leaves the Collector. Lines are flushed one by one, 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -73,7 +75,7 @@ def turn(kind: str) -> None:
 
 
 def wedge_forever() -> None:
-    session = str(uuid.uuid4())
+    session = os.environ.get("SECRET_AGENT_SESSION") or str(uuid.uuid4())
     start(session)
     call(session, 0, f"git push https://x:{SECRETS[1]}@example.invalid/r.git", "rejected")
     call(session, 1, f"echo {SECRETS[4]} | sudo -S make deploy", f"key {SECRETS[0]} expired")
@@ -82,7 +84,7 @@ def wedge_forever() -> None:
         call(session, n, f"curl -H 'Authorization: Bearer {SECRETS[0]}' https://api.example/status",
              f"pending; retry with token {SECRETS[1]}")
         n += 1
-        time.sleep(0.01)
+        time.sleep(0.2)  # about 5 s to the stop: several metric exports and span-metric flushes happen
 
 
 def main(argv: list[str]) -> int:
