@@ -15,7 +15,6 @@ processors, pipelines and every other setting run as shipped.
 from __future__ import annotations
 
 import re
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,7 +66,7 @@ class AgentStack:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": self.grpc_endpoint if grpc else self.http_endpoint,
                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc" if grpc else "http/protobuf",
                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
-               "OTEL_METRIC_EXPORT_INTERVAL": "500", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+               "OTEL_BSP_SCHEDULE_DELAY": "200"}
         if tap:
             env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{self.tap.url}/v1/traces"
         return env
@@ -138,11 +137,13 @@ def start_agent_stack(workdir: Path, deadline: Deadline) -> AgentStack:
                        f"http://{addr(grpc_port)}", f"http://{addr(http_port)}", [store, mimir, col, scrape])
     try:
         start_all(stack.servers, deadline)
+        # Prometheus scrapes its first target about 5 s after start (discovery throttle). A CLI run before
+        # that would leave only already-final samples, whose rate() is 0: wait for the first scrape.
+        wait_for("Prometheus scraping the Collector", lambda: [
+            t for t in api(scrape.base_url, "/api/v1/targets")["activeTargets"] if t["health"] == "up"],
+            deadline, explain=stack.diagnostics)
     except BaseException:
         stack.stop()
         raise
     return stack
 
-
-def query_url(base: str, path: str, **params: str) -> str:
-    return f"{base}{path}?{urllib.parse.urlencode(params)}"

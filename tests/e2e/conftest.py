@@ -24,6 +24,9 @@ from otlp_sinks import SpanView
 HERE = Path(__file__).resolve().parent
 SECRET_AGENT = HERE / "secret_agent.py"
 WEDGE = ROOT / "examples" / "streams" / "claude-code-wedge.jsonl"
+# The default chain, metrics exported every 500 ms: the CLI takes the interval from the manifest only
+# (OTEL_METRIC_EXPORT_INTERVAL is not read), and a 5 s run needs several exports for rate() to see a rise.
+LIVE_MANIFEST = "[export]\nmetric_interval_ms = 500\n"
 SHADOW_MANIFEST = '[[agent.tool_plugins]]\nplugin = "repeat_guard"\nlimit = 25\nmode = "shadow"\n'
 # The synthetic mix: healthy turns, turns with one failed tool call, failed turns, stopped turns.
 MIX = ["healthy"] * 48 + ["toolfail"] * 16 + ["turnfail"] * 6 + ["wedge"] * 3
@@ -84,12 +87,14 @@ def wedge_replay(agent_stack: AgentStack) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def live_run(agent_stack: AgentStack) -> dict[str, Any]:
+def live_run(agent_stack: AgentStack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``otel-toolchain run`` of the stand-in agent that wedges, OTLP/gRPC straight to the Collector."""
     session = str(uuid.uuid4())
+    manifest = tmp_path_factory.mktemp("live") / "live.toml"
+    manifest.write_text(LIVE_MANIFEST, encoding="utf-8")
     env = {**agent_stack.cli_env(tap=False, grpc=True), "SECRET_AGENT_SESSION": session}
-    done = run_cli(["run", "--harness", "claude-code", "--", sys.executable, str(SECRET_AGENT), "wedge"], env,
-                   timeout=90)
+    done = run_cli(["run", "--harness", "claude-code", "--manifest", str(manifest), "--",
+                    sys.executable, str(SECRET_AGENT), "wedge"], env, timeout=90)
     return {"session": session, "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
