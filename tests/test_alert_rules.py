@@ -193,7 +193,7 @@ def _write_variant(tmp_path: Path, rules: dict[str, Any]) -> Path:
 
 def _rules_doc() -> dict[str, Any]:
     with open(RULES, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return dict(yaml.safe_load(f))
 
 
 def test_unit_tests_fail_on_the_naive_stop_rule(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 def load_config(name: str) -> dict[str, Any]:
     with open(CONFIG_DIR / name, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return dict(yaml.safe_load(f))
 
 
 def load_components(path: Path = COMPONENTS_FILE) -> tuple[str, dict[str, dict[str, str | None]]]:
@@ -440,7 +440,7 @@ def test_builder_manifest_builds_exactly_the_used_components(components: dict[st
 
 
 def _tail_sampling(name: str) -> dict[str, Any]:
-    return load_config(name)["processors"]["tail_sampling"]
+    return dict(load_config(name)["processors"]["tail_sampling"])
 
 
 @pytest.mark.parametrize("name", ["otelcol-agent.yaml", "otelcol-sampler.yaml"])

@@ -37,7 +37,7 @@ Dashboard = dict[str, Any]
 
 
 def load_dashboard() -> Dashboard:
-    return json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return dict(json.loads(DASHBOARD.read_text(encoding="utf-8")))
 
 
 def provisioned_datasources() -> dict[str, dict[str, Any]]:
@@ -310,7 +310,7 @@ def test_stops_link_to_traces() -> None:
     d = load_dashboard()
     stops = next(p for p in all_panels(d) if p.get("title", "").lower().startswith("stops by"))
     links = stops["fieldConfig"]["defaults"]["links"]
-    datasource_types = set()
+    datasource_types: set[str] = set()
     for link in links:
         panes = json.loads(re.sub(r"\$\{[^}]+\}", "X", urllib.parse.parse_qs(
             urllib.parse.urlsplit(link["url"]).query)["panes"][0]))

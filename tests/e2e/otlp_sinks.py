@@ -20,13 +20,14 @@ import urllib.request
 from concurrent import futures
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 LOOPBACK = "127.0.0.1"
+_Server = TypeVar("_Server", bound="_HttpServer")
 STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 
 
@@ -97,7 +98,7 @@ class _HttpServer(ThreadingHTTPServer, _Recorder):
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.server_address[1]}"
 
-    def start(self) -> _HttpServer:
+    def start(self: _Server) -> _Server:
         self._thread.start()
         return self
 
@@ -172,14 +173,14 @@ class GrpcSink(_Recorder, trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self) -> None:
         _Recorder.__init__(self)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(self, self._server)
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(self, self._server)  # type: ignore[no-untyped-call]
         self.port = self._server.add_insecure_port(f"{LOOPBACK}:0")
 
     @property
     def endpoint(self) -> str:
         return f"{LOOPBACK}:{self.port}"
 
-    def Export(self, request: trace_service_pb2.ExportTraceServiceRequest,  # noqa: N802 (gRPC's name)
+    def Export(self, request: trace_service_pb2.ExportTraceServiceRequest,  # gRPC's method name
                context: grpc.ServicerContext) -> trace_service_pb2.ExportTraceServiceResponse:
         self.record("/v1/traces", request.SerializeToString())
         return trace_service_pb2.ExportTraceServiceResponse()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,9 @@ def test_tail_sampling_keeps_exactly_what_the_policies_say(agent_stack: AgentSta
     kept = {t for t, why in expected.items() if why}
     deadline = Deadline(30)
     for trace_id in sorted(kept):  # each kept turn arrives whole
-        trace = wait_for(f"kept trace {trace_id} ({expected[trace_id]})", lambda t=trace_id: _whole(
-            agent_stack, t, len(offered[t])), deadline, explain=agent_stack.diagnostics)
+        trace = wait_for(f"kept trace {trace_id} ({expected[trace_id]})",
+                         partial(_whole, agent_stack, trace_id, len(offered[trace_id])), deadline,
+                         explain=agent_stack.diagnostics)
         assert len(trace["spans"]) == len(offered[trace_id])
     dropped = [t for t in offered if t not in kept and agent_stack.jaeger.trace(t) is not None]
     assert dropped == [], f"in Jaeger although no policy keeps them: {dropped}"

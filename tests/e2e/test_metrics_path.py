@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import partial
 from typing import Any
 
 import pytest
@@ -43,6 +44,11 @@ def values(result: list[dict[str, Any]]) -> list[float]:
     return [float(r["value"][1]) for r in result]
 
 
+def finite(stack: AgentStack, query: str) -> list[dict[str, Any]]:
+    """The query's samples whose value is a number (histogram_quantile over no rise gives NaN)."""
+    return [r for r in stack.prom_query(stack.scrape, query) if math.isfinite(float(r["value"][1]))]
+
+
 def test_span_metrics_reach_prometheus_and_the_duration_panels_show_numbers(
         agent_stack: AgentStack, live_run: dict[str, Any], mixed_replay: Replayed) -> None:
     deadline = Deadline(40)
@@ -50,9 +56,8 @@ def test_span_metrics_reach_prometheus_and_the_duration_panels_show_numbers(
         [panel] = [p for p in panels() if p["title"].startswith(title)]
         for target in panel["targets"]:
             query = as_query(target["expr"])
-            result = wait_for(f"{title}: finite values for {query}", lambda q=query: [
-                r for r in agent_stack.prom_query(agent_stack.scrape, q) if math.isfinite(float(r["value"][1]))],
-                deadline, explain=agent_stack.diagnostics)
+            result = wait_for(f"{title}: finite values for {query}", partial(finite, agent_stack, query),
+                              deadline, explain=agent_stack.diagnostics)
             assert all(0 <= v < 100 for v in values(result)), result
     # the latency panel groups by tool: the stand-in agent's only tool
     latency = agent_stack.prom_query(agent_stack.scrape, as_query(
@@ -79,7 +84,7 @@ def test_every_dashboard_query_returns_series(agent_stack: AgentStack, live_run:
             key = f"{panel['title']}/{target['refId']}"
             query = as_query(target["expr"])
             try:
-                wait_for(query, lambda q=query: agent_stack.prom_query(agent_stack.scrape, q), deadline,
+                wait_for(query, partial(agent_stack.prom_query, agent_stack.scrape, query), deadline,
                          limit=1 if key in MAY_BE_EMPTY else 10)
             except AssertionError:
                 empty.append(key)

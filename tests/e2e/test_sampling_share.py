@@ -11,6 +11,7 @@ when that folder is absent.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,9 @@ SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 
 def recordings() -> list[Path]:
-    streams = sorted((SHARED / "streams" / "real").rglob("*.jsonl")) + sorted((SHARED / "streams" / "samples").glob("*.jsonl"))
-    return streams + sorted((SHARED / "sessions").rglob("*.jsonl"))
+    streams = SHARED / "streams"
+    return [*sorted((streams / "real").rglob("*.jsonl")), *sorted((streams / "samples").glob("*.jsonl")),
+            *sorted((SHARED / "sessions").rglob("*.jsonl"))]
 
 
 def test_sampling_share_on_the_real_recordings(agent_stack: AgentStack) -> None:
@@ -43,7 +45,7 @@ def test_sampling_share_on_the_real_recordings(agent_stack: AgentStack) -> None:
     kept = {t for t, why in expected.items() if why}
     deadline = Deadline(60)
     for trace_id in sorted(kept):
-        wait_for(f"kept trace {trace_id}", lambda t=trace_id: agent_stack.jaeger.trace(t), deadline,
+        wait_for(f"kept trace {trace_id}", partial(agent_stack.jaeger.trace, trace_id), deadline,
                  explain=agent_stack.diagnostics)
     stray = [t for t in offered if t not in kept and agent_stack.jaeger.trace(t) is not None]
     assert stray == []
