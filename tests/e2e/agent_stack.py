@@ -15,12 +15,14 @@ processors, pipelines and every other setting run as shipped.
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from backends_stack import (
+
+from .backends_stack import (
     CONFIG_DIR,
     Collector,
     Jaeger,
@@ -29,11 +31,12 @@ from backends_stack import (
     jaeger,
     listeners_overlay,
     merge,
+    run_cli,
     start_all,
     stop_all,
 )
-from e2e_alert_stack import Deadline, Server, api, free_port, http_get, prometheus, wait_for
-from otlp_sinks import GrpcSink, HttpSink, OtlpTap
+from .e2e_alert_stack import Deadline, Server, api, free_port, http_get, prometheus, wait_for
+from .otlp_sinks import GrpcSink, HttpSink, OtlpTap
 
 RULES = CONFIG_DIR / "prometheus" / "otel_toolchain-rules.yaml"
 SERVICE = "otel-toolchain"  # the CLI's default service.name, hence the Prometheus job through the Collector
@@ -90,6 +93,19 @@ class AgentStack:
         return wait_for(f"{traces} tail-sampling decisions", lambda: (
             d if sum((d := self.sampling_decisions()).values()) >= traces else None), deadline,
             explain=self.diagnostics)
+
+    def cli(self, args: list[str], env: dict[str, str], *, turns: int, timeout: float = 120,
+            ) -> subprocess.CompletedProcess[str]:
+        """``otel-toolchain ARGS``, then wait until the sampler decided its ``turns`` traces, so that no
+        decision of this run is counted in a later one's (tests and fixtures may run in any order)."""
+        before = sum(self.sampling_decisions().values())
+        done = run_cli(args, env, timeout=timeout)
+        try:
+            self.wait_decided(int(before) + turns, Deadline(30))
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- otel-toolchain {args[0]} (rc {done.returncode}):\n"
+                                 f"{done.stderr[-2000:]}") from None
+        return done
 
     def prom_query(self, server: Server, query: str) -> list[dict[str, Any]]:
         return list(api(server.base_url, "/api/v1/query", query=query)["result"])

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_alert_stack import LOOPBACK, Deadline, Server, free_port, http_get, wait_for
+
+from .e2e_alert_stack import LOOPBACK, Deadline, Server, free_port, http_get, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "collector-config"

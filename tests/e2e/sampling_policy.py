@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from otlp_sinks import STATUS_ERROR, SpanView
+from .otlp_sinks import STATUS_ERROR, SpanView
 
 DEFAULT_HASH_SALT = "default-hash-seed"  # tailsamplingprocessor/internal/sampling/probabilistic.go
 _FNV_OFFSET = 0xCBF29CE484222325

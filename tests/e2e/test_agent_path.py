@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 import yaml
-from agent_stack import SERVICE, AgentStack
-from backends_stack import CONFIG_DIR, run_cli
-from conftest import WEDGE, Replayed, agent_turns
-from e2e_alert_stack import Deadline, api, http_get, wait_for
-from sampling_policy import expected_keep, old_keep, probabilistic_from
-from secret_agent import SECRETS
+
+from .agent_stack import SERVICE, AgentStack
+from .backends_stack import CONFIG_DIR
+from .e2e_alert_stack import Deadline, api, http_get, wait_for
+from .runs import WEDGE, Replayed, agent_turns
+from .sampling_policy import expected_keep, old_keep, probabilistic_from
+from .secret_agent import SECRETS
 
 pytestmark = pytest.mark.integration
 
@@ -148,7 +149,8 @@ def test_the_stop_alert_fires_on_the_collector_path(agent_stack: AgentStack, liv
 
 
 def test_cli_reports_full_delivery(agent_stack: AgentStack, tmp_path: Path) -> None:
-    done = run_cli(["replay", str(agent_turns(tmp_path / "one.jsonl", ["healthy"]))], agent_stack.cli_env())
+    done = agent_stack.cli(["replay", str(agent_turns(tmp_path / "one.jsonl", ["healthy"]))], agent_stack.cli_env(),
+                           turns=1)
     assert done.returncode == 0 and "telemetry exported to OTLP (http/protobuf)" in done.stderr, done.stderr
     assert "NOT fully delivered" not in done.stderr
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from backends_stack import COLLECTOR_BIN, CONFIG_DIR, JAEGER_BIN, JAEGER_CONFIG, require_backends
+
+from .backends_stack import COLLECTOR_BIN, CONFIG_DIR, JAEGER_BIN, JAEGER_CONFIG, require_backends
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_stack import SERVICE, TEST_WAITS
-from backends_stack import (
+
+from .agent_stack import SERVICE, TEST_WAITS
+from .backends_stack import (
     Collector,
     Jaeger,
     addr,
@@ -34,10 +35,10 @@ from backends_stack import (
     start_all,
     stop_all,
 )
-from conftest import agent_turns, outcomes
-from e2e_alert_stack import Deadline, Server, free_port, http_get, wait_for
-from otlp_sinks import GrpcSink, HttpSink, OtlpTap
-from secret_agent import SECRETS
+from .e2e_alert_stack import Deadline, Server, free_port, http_get, wait_for
+from .otlp_sinks import GrpcSink, HttpSink, OtlpTap
+from .runs import agent_turns, outcomes
+from .secret_agent import SECRETS
 
 pytestmark = pytest.mark.integration
 

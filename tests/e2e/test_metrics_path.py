@@ -15,10 +15,11 @@ from functools import partial
 from typing import Any
 
 import pytest
-from agent_stack import SERVICE, AgentStack
-from backends_stack import CONFIG_DIR
-from conftest import Replayed
-from e2e_alert_stack import Deadline, api, wait_for
+
+from .agent_stack import SERVICE, AgentStack
+from .backends_stack import CONFIG_DIR
+from .e2e_alert_stack import Deadline, api, wait_for
+from .runs import Replayed
 
 pytestmark = pytest.mark.integration
 

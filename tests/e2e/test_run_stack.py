@@ -18,9 +18,10 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from backends_stack import CONFIG_DIR, require_backends, run_cli
-from conftest import WEDGE, outcomes
-from e2e_alert_stack import LOOPBACK, Deadline, api, find_binary, http_get, wait_for
+
+from .backends_stack import CONFIG_DIR, require_backends, run_cli
+from .e2e_alert_stack import LOOPBACK, Deadline, api, find_binary, http_get, wait_for
+from .runs import WEDGE, outcomes
 
 pytestmark = pytest.mark.integration
 

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from agent_stack import AgentStack
-from backends_stack import CONFIG_DIR
-from conftest import replay_through_tap
-from e2e_alert_stack import Deadline, wait_for
-from sampling_policy import expected_keep, old_keep, probabilistic_from
+
+from .agent_stack import AgentStack
+from .backends_stack import CONFIG_DIR
+from .e2e_alert_stack import Deadline, wait_for
+from .runs import replay_through_tap
+from .sampling_policy import expected_keep, old_keep, probabilistic_from
 
 pytestmark = pytest.mark.integration
 
