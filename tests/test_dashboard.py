@@ -244,7 +244,7 @@ def check_links(d: Dashboard, uids: set[str]) -> list[str]:
     return problems
 
 
-_AGENT_COUNTER = re.compile(r"\b(rate|increase)\((otel_toolchain_\w+)(\{[^}]*\})?\[")
+_AGENT_COUNTER = re.compile(r"\b(rate|increase)\(((?:otel_toolchain|traces_span_metrics)_\w+)(\{[^}]*\})?\[")
 
 
 def check_new_series(d: Dashboard) -> list[str]:
@@ -413,6 +413,10 @@ FIRST_SAMPLES: list[tuple[int, str, list[tuple[str, str]], list[tuple[dict[str, 
     (5, "A", [(f'otel_toolchain_tool_duration_seconds_bucket{{job="agent",instance="i1",gen_ai_tool_name="Bash",'
                f'otel_toolchain_tool_class="exec",le="{le}"}}', "4") for le in ("0.1", "1", "+Inf")],
      [({"otel_toolchain_tool_class": "exec"}, 0.05)]),  # p50 of 4 calls under 0.1 s: interpolated to 0.05
+    (5, "A", [(f'traces_span_metrics_duration_seconds_bucket{{job="agent",instance="c1",span_name="execute_tool Bash",'
+               f'gen_ai_operation_name="execute_tool",otel_toolchain_tool_class="exec",le="{le}"}}', n)
+              for le, n in (("0.01", "0"), ("0.02", "2"), ("+Inf", "2"))],
+     [({"otel_toolchain_tool_class": "exec"}, 0.015)]),  # the same panel from span metrics (the default)
 ]
 
 
