@@ -10,9 +10,12 @@ shared/reference/backends.md.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +193,7 @@ def _write_variant(tmp_path: Path, rules: dict[str, Any]) -> Path:
 
 def _rules_doc() -> dict[str, Any]:
     with open(RULES, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return dict(yaml.safe_load(f))
 
 
 def test_unit_tests_fail_on_the_naive_stop_rule(tmp_path: Path) -> None:
@@ -280,3 +283,68 @@ def test_counter_alerts_catch_new_series() -> None:
     for rule in load_rules():
         for counter in re.findall(r"increase\((\w+_total)", rule["expr"]):
             assert re.search(rf"unless\s+{counter}\b[^\n]*offset", rule["expr"]), rule["alert"]
+
+
+LISTENER_MATCH = 'otel_toolchain_hook=~"listener\\\\..*"'
+NOT_LISTENER = 'otel_toolchain_hook!~"listener\\\\..*"'
+
+
+def test_listener_errors_do_not_blame_the_plugin() -> None:
+    """A raising on_stop/on_nudge/on_report listener is counted with hook listener.<name> and the plugin
+    whose signal it received: its own alert, whose runbook points at the listener, not at the plugin."""
+    rules = {rule["alert"]: rule for rule in load_rules()}
+    plugin, listener = rules["OtelToolchainPluginErrors"], rules["OtelToolchainListenerErrors"]
+    errors = re.findall(r"otel_toolchain_plugin_errors_total\{([^}]*)\}", plugin["expr"] + listener["expr"])
+    assert errors == [NOT_LISTENER] * 3 + [LISTENER_MATCH] * 3, errors
+    assert "Fix the listener, not the plugin" in listener["annotations"]["runbook"]
+    assert "listener" not in plugin["annotations"]["description"]
+
+
+def test_unit_tests_fail_when_listener_errors_blame_the_plugin(tmp_path: Path) -> None:
+    doc = _rules_doc()
+    for group in doc["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == "OtelToolchainPluginErrors":
+                rule["expr"] = rule["expr"].replace("{" + NOT_LISTENER + "}", "")
+    result = run_promtool("test", "rules", RULE_TESTS.name, cwd=_write_variant(tmp_path, doc))
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert "alertname: OtelToolchainPluginErrors, time: 6m" in out and 'otel_toolchain_hook="listener.on_stop"' in out
+
+
+# -- the series table against what the CLI really exports -----------------------------------------
+
+
+def _table_labels() -> dict[str, set[str]]:
+    """{OTel instrument: label names the table gives it, without le}."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("<!-- series-table:start -->"):text.index("<!-- series-table:end -->")]
+    out = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 5 and cells[0].startswith("`otel_toolchain."):
+            out[cells[0].strip("`")] = set(re.findall(r"`([a-z_][a-z0-9_]*)`", cells[3])) - {"le"}
+    return out
+
+
+def test_series_table_labels_match_what_the_cli_exports(tmp_path: Path) -> None:
+    """Replay the wedged recording with the CLI (OTLP JSON lines, no server) and compare each exported
+    instrument's attribute names, turned into label names, with the table's Labels column."""
+    wedge = ROOT / "examples" / "streams" / "claude-code-wedge.jsonl"
+    done = subprocess.run([sys.executable, "-m", "otel_toolchain", "replay", str(wedge)], capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env={**os.environ, "OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path)},
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    exported: dict[str, set[str]] = {}
+    for line in (tmp_path / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+        for rm in json.loads(line)["resourceMetrics"]:
+            for sm in rm["scopeMetrics"]:
+                for metric in sm["metrics"]:
+                    data = next(metric[k] for k in ("sum", "gauge", "histogram") if k in metric)
+                    labels = exported.setdefault(metric["name"], set())
+                    for point in data["dataPoints"]:
+                        labels.update(re.sub(r"[^a-zA-Z0-9_]", "_", a["key"]) for a in point.get("attributes", []))
+    table = _table_labels()
+    assert len(exported) >= 10, sorted(exported)
+    assert {name: table.get(name) for name in exported} == exported

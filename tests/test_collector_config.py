@@ -1,11 +1,11 @@
-"""Static checks of the Collector configs in collector-config/.
+"""Static checks of the Collector configs in collector-config/ and of the builder manifest.
 
-No Collector binary can be installed where the tests run, so this stands in for
-``otelcol-contrib validate``: wiring (every component a pipeline names is defined and used), component
-types against the pinned otelcol-contrib list, connectors between pipelines, duration strings, loopback
-listeners, and the project's own rules (memory_limiter first, tool arguments redacted before anything
-leaves, span metrics before sampling, turns kept by the tail sampler). ``validate`` remains the
-authoritative check where a binary exists (see collector-config/README.md).
+These run without any binary, in a fraction of a second: wiring (every component a pipeline names is
+defined and used), component types against the pinned component list, connectors between pipelines,
+duration strings, loopback listeners, and the project's own rules (memory_limiter first, tool arguments
+redacted and secrets masked before anything leaves, span metrics before sampling, turns kept by the tail
+sampler), and that builder-manifest.yaml builds exactly the components the configs use, at one release.
+The real Collector built from that manifest validates and runs the configs in tests/e2e.
 
 Every check is also fed a broken copy of a real config, so each one is known to be able to fail.
 """
@@ -25,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "collector-config"
 CONFIG_FILES = ("otelcol-agent.yaml", "otelcol-loadbalancer.yaml", "otelcol-sampler.yaml")
 COMPONENTS_FILE = CONFIG_DIR / "otelcol-contrib-components.txt"
+MANIFEST = CONFIG_DIR / "builder-manifest.yaml"
+INSTALL_SCRIPT = ROOT / ".ci" / "install-backends"
+# Component types used only on a command line: the compose stack's (and run-stack's) debug exporter.
+COMMAND_LINE_TYPES = {"exporter": {"debug"}}
 
 SECTIONS = {"receivers": "receiver", "processors": "processor", "exporters": "exporter",
             "connectors": "connector", "extensions": "extension"}
@@ -57,7 +61,7 @@ _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 def load_config(name: str) -> dict[str, Any]:
     with open(CONFIG_DIR / name, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return dict(yaml.safe_load(f))
 
 
 def load_components(path: Path = COMPONENTS_FILE) -> tuple[str, dict[str, dict[str, str | None]]]:
@@ -318,6 +322,22 @@ def check_redaction(cfg: dict[str, Any]) -> list[str]:
     return problems
 
 
+def check_secret_masking(cfg: dict[str, Any]) -> list[str]:
+    """Traces and logs entering from a receiver pass a redaction processor (credential keys, token formats)
+    after the transform: deleting the tool I/O keys does not catch a secret in the cwd or an error text."""
+    problems = []
+    for pid, raw in _pipelines(cfg).items():
+        pipeline = raw or {}
+        if _signal(pid) not in REDACT_CONTEXTS or all(_is_connector(cfg, r) for r in pipeline.get("receivers") or []):
+            continue
+        types = [component_type(p) for p in pipeline.get("processors") or []]
+        if "redaction" not in types:
+            problems.append(f"pipeline {pid}: no redaction processor")
+        elif "transform" in types and types.index("redaction") < types.index("transform"):
+            problems.append(f"pipeline {pid}: redaction must follow the transform")
+    return problems
+
+
 def _upstream(cfg: dict[str, Any], pid: str, seen: set[str] | None = None) -> set[str]:
     """The pipeline and every pipeline that feeds it through connectors."""
     seen = seen if seen is not None else set()
@@ -352,7 +372,8 @@ def check_span_metrics_before_sampling(cfg: dict[str, Any]) -> list[str]:
 def check_all(cfg: dict[str, Any], components: dict[str, dict[str, str | None]]) -> list[str]:
     return [*check_pipelines_defined(cfg), *check_unused(cfg), *check_component_types(cfg, components),
             *check_connectors(cfg), *check_durations(cfg), *check_loopback(cfg),
-            *check_memory_limiter_first(cfg), *check_redaction(cfg), *check_span_metrics_before_sampling(cfg)]
+            *check_memory_limiter_first(cfg), *check_redaction(cfg), *check_secret_masking(cfg),
+            *check_span_metrics_before_sampling(cfg)]
 
 
 # -- the real configs -----------------------------------------------------------------------------
@@ -386,22 +407,60 @@ def test_compose_runs_the_pinned_collector_with_our_config() -> None:
     assert any("otelcol-agent.yaml" in str(v) for v in collector.get("volumes", []))
 
 
+def used_modules(components: dict[str, dict[str, str | None]]) -> set[str]:
+    """Go modules of every component type the configs (and the command-line overrides) use."""
+    modules = {}
+    for raw in COMPONENTS_FILE.read_text(encoding="utf-8").splitlines():
+        if raw.strip() and not raw.startswith("#"):
+            kind, type_, module, *_ = raw.split()
+            modules[(kind, type_)] = module
+    used = {(kind, t) for kind, types in COMMAND_LINE_TYPES.items() for t in types}
+    for name in CONFIG_FILES:
+        cfg = load_config(name)
+        used |= {(kind, component_type(cid)) for section, kind in SECTIONS.items() for cid in _section(cfg, section)}
+    missing = sorted(u for u in used if u not in modules)
+    assert not missing, f"not in {COMPONENTS_FILE.name}: {missing}"
+    return {modules[u] for u in used}
+
+
+def test_builder_manifest_builds_exactly_the_used_components(components: dict[str, dict[str, str | None]]) -> None:
+    manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    version, _ = load_components()
+    gomods = [entry["gomod"].split() for section in SECTIONS for entry in manifest.get(section) or []]
+    assert {module for module, _ in gomods} == used_modules(components)
+    assert {release for _, release in gomods} == {f"v{version}"}, "every component at the pinned release"
+    assert manifest["dist"]["version"] == version
+    # confmap providers are stable (v1.x) modules of the same core release: env, file and yaml (compose)
+    providers = {entry["gomod"].split()[0].rsplit("/", 1)[1]: entry["gomod"].split()[1]
+                 for entry in manifest["providers"]}
+    assert set(providers) == {"envprovider", "fileprovider", "yamlprovider"} and len(set(providers.values())) == 1
+    # .ci/install-backends installs the builder of the same release
+    pinned = re.search(r"^OCB_VERSION=(\S+)", INSTALL_SCRIPT.read_text(encoding="utf-8"), re.M)
+    assert pinned and pinned.group(1) == version
+
+
 def _tail_sampling(name: str) -> dict[str, Any]:
-    return load_config(name)["processors"]["tail_sampling"]
+    return dict(load_config(name)["processors"]["tail_sampling"])
 
 
 @pytest.mark.parametrize("name", ["otelcol-agent.yaml", "otelcol-sampler.yaml"])
 def test_tail_sampling_keeps_stopped_and_failed_turns(name: str) -> None:
     ts = _tail_sampling(name)
-    policies = {p["type"]: p for p in ts["policies"]}
-    stopped = policies["string_attribute"]["string_attribute"]
+    policies = {p["name"]: p for p in ts["policies"]}
+    assert list(policies) == ["keep-stopped-turns", "keep-shadow-stops", "keep-failed-turns", "sample-healthy"]
+    stopped = policies["keep-stopped-turns"]["string_attribute"]
     assert stopped["key"] == "error.type" and stopped["enabled_regex_matching"] is True
     assert any(re.search(v, "tool_plugin.repeat_guard") for v in stopped["values"])
     assert not any(re.search(v, "timeout") for v in stopped["values"])
-    assert policies["status_code"]["status_code"]["status_codes"] == ["ERROR"]
-    assert 0 < policies["probabilistic"]["probabilistic"]["sampling_percentage"] < 100
-    shadow = policies["ottl_condition"]["ottl_condition"]["spanevent"]
-    assert any("otel_toolchain.turn.stop.shadow" in c for c in shadow)
+    shadow = policies["keep-shadow-stops"]["ottl_condition"]["spanevent"]
+    assert shadow == ['spanevent.name == "otel_toolchain.turn.stop.shadow"']
+    # A failed TURN (its invoke_agent span is ERROR), not any failed tool call: no status_code policy,
+    # which would match a tool span's ERROR anywhere in the trace.
+    failed = policies["keep-failed-turns"]["ottl_condition"]["span"]
+    assert failed == ['span.status.code == STATUS_CODE_ERROR and span.attributes["gen_ai.operation.name"] == '
+                      '"invoke_agent"']
+    assert "status_code" not in {p["type"] for p in ts["policies"]}
+    assert 0 < policies["sample-healthy"]["probabilistic"]["sampling_percentage"] < 100
     # turns outlast the 30s default; the wait is explicit and long
     wait = ts["decision_wait"]
     assert _GO_DURATION.match(wait) and wait.endswith(("m", "h")), wait
@@ -509,6 +568,9 @@ BROKEN: list[tuple[str, str, Mutation, Callable[..., list[str]], str]] = [
     ("partial redaction", "otelcol-agent.yaml", _weaken_redaction,
      check_redaction, "['gen_ai.tool.call.result', 'input.value', 'output.value'] not deleted in OTTL context"
                       " 'spanevent'"),
+    ("sampler without secret masking", "otelcol-sampler.yaml",
+     lambda c: c["service"]["pipelines"]["traces/in"]["processors"].remove("redaction/secrets"),
+     check_secret_masking, "pipeline traces/in: no redaction processor"),
     ("span metrics after sampling", "otelcol-agent.yaml", _sample_before_span_metrics,
      check_span_metrics_before_sampling, "span_metrics is fed after sampling (traces/in: ['tail_sampling'])"),
 ]

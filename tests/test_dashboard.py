@@ -37,7 +37,7 @@ Dashboard = dict[str, Any]
 
 
 def load_dashboard() -> Dashboard:
-    return json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return dict(json.loads(DASHBOARD.read_text(encoding="utf-8")))
 
 
 def provisioned_datasources() -> dict[str, dict[str, Any]]:
@@ -244,10 +244,32 @@ def check_links(d: Dashboard, uids: set[str]) -> list[str]:
     return problems
 
 
+_AGENT_COUNTER = re.compile(r"\b(rate|increase)\(((?:otel_toolchain|traces_span_metrics)_\w+)(\{[^}]*\})?\[")
+
+
+def check_new_series(d: Dashboard) -> list[str]:
+    """Every read of an agent counter or histogram counts the first samples of a new series.
+
+    A short CLI process (and any new process before its first scrape) exports its series already at its
+    final value, so rate()/increase() over it are 0: the panel needs ``(X unless X offset W) or
+    increase(X[W])``, like the alerts. rate() is not used at all: a raw count cannot be mixed with a rate.
+    """
+    problems = []
+    for where, expr in expressions(d):
+        for func, name, matchers in _AGENT_COUNTER.findall(expr):
+            selector = re.escape(name + matchers)
+            if func == "rate":
+                problems.append(f"{where}: rate({name}...) misses new series; use increase() with the new-series term")
+            elif not re.search(rf"{selector}\s+unless\s+{selector}\s+offset\s", expr):
+                problems.append(f"{where}: increase({name}...) without '{name}{matchers} unless ... offset'")
+    return problems
+
+
 def check_all(d: Dashboard, tmp_path: Path) -> list[str]:
     uids = set(provisioned_datasources())
     return [*check_top_level(d), *check_panel_ids(d), *check_grid(d), *check_datasources(d, uids),
-            *check_metric_names(d, known_series()), *check_promql(d, tmp_path), *check_links(d, uids)]
+            *check_metric_names(d, known_series()), *check_promql(d, tmp_path), *check_links(d, uids),
+            *check_new_series(d)]
 
 
 def promtool() -> str:
@@ -288,7 +310,7 @@ def test_stops_link_to_traces() -> None:
     d = load_dashboard()
     stops = next(p for p in all_panels(d) if p.get("title", "").lower().startswith("stops by"))
     links = stops["fieldConfig"]["defaults"]["links"]
-    datasource_types = set()
+    datasource_types: set[str] = set()
     for link in links:
         panes = json.loads(re.sub(r"\$\{[^}]+\}", "X", urllib.parse.parse_qs(
             urllib.parse.urlsplit(link["url"]).query)["panes"][0]))
@@ -346,6 +368,12 @@ BROKEN: list[tuple[str, Mutation, str]] = [
      "link queries a data source that is not provisioned"),
     ("link that is not Explore", lambda d: _stops_panel(d)["fieldConfig"]["defaults"]["links"][0].update(
         url="http://jaeger:16686/search"), "does not open Explore"),
+    ("first stop of a new process invisible", lambda d: _stops_panel(d)["targets"][0].update(
+        expr='sum(increase(otel_toolchain_turn_stops_total{job=~"$job"}[$__rate_interval]))'),
+     "increase(otel_toolchain_turn_stops_total...) without"),
+    ("rate over agent counters", lambda d: _panel(d, 2)["targets"][0].update(
+        expr='sum(rate(otel_toolchain_tool_calls_total{job=~"$job"}[$__rate_interval]))'),
+     "rate(otel_toolchain_tool_calls_total...) misses new series"),
 ]
 
 
@@ -355,3 +383,78 @@ def test_check_catches_broken_dashboard(what: str, mutate: Mutation, expected: s
     mutate(d)
     problems = check_all(d, tmp_path)
     assert any(expected in p for p in problems), problems
+
+
+# -- the first samples of a new process, evaluated by promtool ------------------------------------
+
+NEW_SERIES_INTERVAL = "2m"  # $__rate_interval in these cases: at 5m, "offset 2m" looks at 3m, before the series
+_NEW = "_ _ _ _"  # no sample at 0m..3m: the process exported its first, already final, value at 4m
+FIRST_SAMPLES: list[tuple[int, str, list[tuple[str, str]], list[tuple[dict[str, str], float]]]] = [
+    (8, "A", [('otel_toolchain_turn_stops_total{job="agent",instance="i1",otel_toolchain_plugin="repeat_guard",'
+               'otel_toolchain_stop_reason="repeated_cycle",otel_toolchain_stop_mode="enforce"}', "1")],
+     [({"job": "agent", "otel_toolchain_plugin": "repeat_guard", "otel_toolchain_stop_reason": "repeated_cycle",
+        "otel_toolchain_stop_mode": "enforce"}, 1)]),
+    (15, "A", [('otel_toolchain_plugin_errors_total{job="agent",instance="i1",otel_toolchain_plugin="classify",'
+                'otel_toolchain_hook="on_tool"}', "2"),
+               ('otel_toolchain_plugin_errors_total{job="agent",instance="i1",otel_toolchain_plugin="repeat_guard",'
+                'otel_toolchain_hook="listener.on_stop"}', "1")],
+     [({"otel_toolchain_plugin": "classify", "otel_toolchain_hook": "on_tool"}, 2)]),
+    (15, "B", [('otel_toolchain_plugin_errors_total{job="agent",instance="i1",otel_toolchain_plugin="classify",'
+                'otel_toolchain_hook="on_tool"}', "2"),
+               ('otel_toolchain_plugin_errors_total{job="agent",instance="i1",otel_toolchain_plugin="repeat_guard",'
+                'otel_toolchain_hook="listener.on_stop"}', "1")],
+     [({"otel_toolchain_plugin": "repeat_guard", "otel_toolchain_hook": "listener.on_stop"}, 1)]),
+    (16, "A", [('otel_toolchain_export_dropped_total{job="agent",instance="i1",otel_toolchain_signal="traces"}', "5")],
+     [({"otel_toolchain_signal": "traces"}, 5)]),
+    (16, "B", [('otel_toolchain_turns_evicted_total{job="agent",instance="i1"}', "3")], [({}, 3)]),
+    (2, "A", [('otel_toolchain_tool_calls_total{job="agent",instance="i1",gen_ai_tool_name="Bash",'
+               'otel_toolchain_tool_class="exec",otel_toolchain_tool_failed="false"}', "4")],
+     [({"otel_toolchain_tool_class": "exec"}, 4)]),
+    (5, "A", [(f'otel_toolchain_tool_duration_seconds_bucket{{job="agent",instance="i1",gen_ai_tool_name="Bash",'
+               f'otel_toolchain_tool_class="exec",le="{le}"}}', "4") for le in ("0.1", "1", "+Inf")],
+     [({"otel_toolchain_tool_class": "exec"}, 0.05)]),  # p50 of 4 calls under 0.1 s: interpolated to 0.05
+    (5, "A", [(f'traces_span_metrics_duration_seconds_bucket{{job="agent",instance="c1",span_name="execute_tool Bash",'
+               f'gen_ai_operation_name="execute_tool",otel_toolchain_tool_class="exec",le="{le}"}}', n)
+              for le, n in (("0.01", "0"), ("0.02", "2"), ("+Inf", "2"))],
+     [({"otel_toolchain_tool_class": "exec"}, 0.015)]),  # the same panel from span metrics (the default)
+]
+
+
+def _first_samples_test(d: Dashboard) -> dict[str, Any]:
+    """A promtool unit-test file evaluating each FIRST_SAMPLES panel query one minute after the first sample."""
+    tests = []
+    for pid, ref, series, expected in FIRST_SAMPLES:
+        [expr] = [t["expr"] for t in _panel(d, pid)["targets"] if t["refId"] == ref]
+        expr = expr.replace("$__rate_interval", NEW_SERIES_INTERVAL).replace("$job", ".*")
+        tests.append({"name": f"panel {pid} {ref}", "interval": "1m",
+                      "input_series": [{"series": s, "values": f"{_NEW} {v} {v} {v}"} for s, v in series],
+                      "promql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": [
+                          {"labels": "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "value": value}
+                          for labels, value in expected]}]})
+    return {"rule_files": [], "evaluation_interval": "1m", "tests": tests}
+
+
+def _run_first_samples(d: Dashboard, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "first-samples.test.yaml"
+    path.write_text(yaml.safe_dump(_first_samples_test(d), sort_keys=False), encoding="utf-8")
+    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=60,
+                          check=False)
+
+
+def test_panels_count_the_first_samples_of_a_new_process(tmp_path: Path) -> None:
+    result = _run_first_samples(load_dashboard(), tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_plain_increase_misses_them(tmp_path: Path) -> None:
+    """The same cases fail on the panels as they were (increase() alone): the blind spot is real."""
+    d = copy.deepcopy(load_dashboard())
+    for pid, ref, _, _ in FIRST_SAMPLES:
+        for target in _panel(d, pid)["targets"]:
+            if target["refId"] == ref:
+                target["expr"] = re.sub(r"\((\w+\{[^}]*\}) unless \1 offset \$__rate_interval\) or ", "",
+                                        target["expr"])
+    result = _run_first_samples(d, tmp_path)
+    assert result.returncode != 0
+    failed = re.findall(r"^\s+expr: ", result.stdout + result.stderr, re.M)
+    assert len(failed) == len(FIRST_SAMPLES), result.stdout  # every case, each one alone

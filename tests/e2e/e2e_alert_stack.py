@@ -9,6 +9,7 @@ only what a short, local test needs (addresses and waiting times), saying so whe
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -184,12 +185,14 @@ class Server:
     log_path: Path
     base_url: str
     proc: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] | None = None  # added to this process's environment
     _log: Any = field(default=None, repr=False)
 
     def start(self) -> Server:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())
+        env = {**os.environ, **self.env} if self.env else None
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True, env=env)
         return self
 
     def alive(self) -> bool:
@@ -239,22 +242,23 @@ def alertmanager(workdir: Path, config: Path) -> Server:
     return Server("alertmanager", argv, workdir / "alertmanager.log", f"http://{LOOPBACK}:{port}")
 
 
-def prometheus(workdir: Path, config: Path) -> Server:
+def prometheus(workdir: Path, config: Path, *, name: str = "prometheus", extra: tuple[str, ...] = ()) -> Server:
     """Prometheus on a free 127.0.0.1 port, TSDB in ``workdir``.
 
     ``--rules.alert.resend-delay=1s``: a firing alert is re-sent every second instead of every minute,
     so an alert that fires before the notifier has discovered Alertmanager still arrives promptly.
+    ``extra`` adds flags (e.g. ``--web.enable-remote-write-receiver``); ``name`` names the log and TSDB.
     """
     port = free_port()
-    storage = workdir / "prometheus-data"
+    storage = workdir / f"{name}-data"
     storage.mkdir(parents=True, exist_ok=True)
     argv = [find_binary(PROMETHEUS_BIN, "prometheus"),
             f"--config.file={config}",
             f"--storage.tsdb.path={storage}",
             f"--web.listen-address={LOOPBACK}:{port}",
             "--rules.alert.resend-delay=1s",
-            "--log.level=debug"]
-    return Server("prometheus", argv, workdir / "prometheus.log", f"http://{LOOPBACK}:{port}")
+            "--log.level=debug", *extra]
+    return Server(name, argv, workdir / f"{name}.log", f"http://{LOOPBACK}:{port}")
 
 
 def write_prometheus_config(path: Path, *, rule_file: Path, scrape_target: str, alertmanager_target: str,

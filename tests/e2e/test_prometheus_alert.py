@@ -25,7 +25,13 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_alert_stack import (
+
+from otel_toolchain.cli.replay import replay_path
+from otel_toolchain.export.pipeline import ExportSettings, Pipeline, build_pipeline
+from otel_toolchain.manifest import Manifest
+from otel_toolchain.recorder import AgentRecorder
+
+from .e2e_alert_stack import (
     LOOPBACK,
     Deadline,
     Server,
@@ -38,11 +44,6 @@ from e2e_alert_stack import (
     write_alertmanager_config,
     write_prometheus_config,
 )
-
-from otel_toolchain.cli.replay import replay_path
-from otel_toolchain.export.pipeline import ExportSettings, Pipeline, build_pipeline
-from otel_toolchain.manifest import Manifest
-from otel_toolchain.recorder import AgentRecorder
 
 pytestmark = pytest.mark.integration
 
