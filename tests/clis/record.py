@@ -137,6 +137,7 @@ def record_one(root: Path, cli: str, scenario: Scenario, out: Path, delay: float
     argv = [arg.replace(str(run_dir), "$RUN").replace(str(root), "$CLI_DIR") for arg in cmd.argv]
     return {
         "cli": cli, "version": cli_version(root, cli), "scenario": scenario.name, "label": scenario.label,
+        "designed_loop_start": scenario.loop_start or 0, "designed_period": scenario.period or 0,
         "summary": scenario.summary, "argv": argv, "cwd": str(cmd.cwd),
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "seconds": round(run.elapsed, 1), "ended": run.reason, "returncode": run.returncode,
