@@ -14,6 +14,12 @@ client retries and parallel requests are harmless. The only state is the one-sho
 A request that does not offer the shell tool (a title or summary side request) gets a short text.
 Every answer waits ``delay`` seconds first, so an endless scenario makes a few calls per second
 rather than dozens.
+
+Besides the built-in scenarios, every recording scenario of tests/clis/scenarios.py is served by
+name: its script reads a :class:`moves.Turn` built from the request (tool results so far, the shell
+tool's parameter names, the newest result's text). An optional ``observer`` sees each recorded
+request, so a recording can change the workspace as the conversation goes (a build finishing), and
+``scripts`` replaces some scenarios' scripts for one server (a shorter run for one CLI).
 """
 
 from __future__ import annotations
@@ -24,13 +30,17 @@ import json
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-SCENARIOS = ("wedge", "failing", "healthy", "retry", "cycle2")
+from moves import FinalText, Move, Script, ToolCall, Turn
+from scenarios import SCRIPTS
+
+BUILT_IN = ("wedge", "failing", "healthy", "retry", "cycle2")
+SCENARIOS = BUILT_IN + tuple(SCRIPTS)
 
 WEDGE_COMMAND = "cat wedge.txt"
 WEDGE_OUTPUT = "lock held by pid 4242; waiting\n"
@@ -52,29 +62,18 @@ WORKSPACE_FILES = {
 SHELL_TOOLS = {"anthropic": ("Bash",), "responses": ("exec_command", "shell"), "chat": ("bash",)}
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """The model asks to run one shell command."""
-
-    command: str
-
-
-@dataclass(frozen=True)
-class FinalText:
-    """The model ends the turn with a text answer."""
-
-    text: str
-
-
-Move = ToolCall | FinalText
-
-
-def next_move(scenario: str, tool_results: int, healthy_calls: int) -> Move:
+def next_move(scenario: str, tool_results: int, healthy_calls: int, turn: Turn | None = None,
+              scripts: Mapping[str, Script] | None = None) -> Move:
     """Return the scripted move after ``tool_results`` tool results for ``scenario``.
 
     ``wedge``, ``failing`` and ``cycle2`` never finish; ``healthy`` and ``retry`` run
     ``healthy_calls`` commands whose output changes every time, then answer with :data:`FINAL_TEXT`.
+    A recording scenario's script decides from ``turn`` (default: only ``tool_results`` known);
+    ``scripts`` overrides the scripts of some scenarios (a shorter run for one CLI).
     """
+    script = (scripts or {}).get(scenario) or SCRIPTS.get(scenario)
+    if script is not None:
+        return script(turn if turn is not None else Turn(tool_results))
     if scenario == "wedge":
         return ToolCall(WEDGE_COMMAND)
     if scenario == "failing":
@@ -179,6 +178,47 @@ def count_tool_results(wire: str, body: dict[str, Any]) -> int:
     return sum(1 for msg in body.get("messages") or [] if msg.get("role") == "tool")
 
 
+def _content_text(content: Any) -> str:
+    """The text of a tool result's content: a string, or a list of text blocks / output items."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def last_result_text(wire: str, body: dict[str, Any]) -> str:
+    """The text of the newest tool result in a request's conversation for ``wire`` (or ``""``)."""
+    texts: list[str] = []
+    if wire == "anthropic":
+        texts = [_content_text(block.get("content")) for msg in body.get("messages") or []
+                 if isinstance(msg.get("content"), list) for block in msg["content"]
+                 if isinstance(block, dict) and block.get("type") == "tool_result"]
+    elif wire == "responses":
+        items: list[Any] = body["input"] if isinstance(body.get("input"), list) else []
+        texts = [_content_text(it.get("output")) for it in items
+                 if isinstance(it, dict) and str(it.get("type", "")).endswith("call_output")]
+    else:
+        texts = [_content_text(msg.get("content")) for msg in body.get("messages") or [] if msg.get("role") == "tool"]
+    return texts[-1] if texts else ""
+
+
+def shell_params(wire: str, tools: list[dict[str, Any]]) -> frozenset[str]:
+    """Parameter names of the shell tool a request offers (any of the three wire formats)."""
+    for tool in tools:
+        inner = tool.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else tool
+        if fn.get("name") in SHELL_TOOLS.get(wire, ()):
+            schema = fn.get("parameters") or fn.get("input_schema") or {}
+            return frozenset(schema.get("properties") or {})
+    return frozenset()
+
+
+def request_turn(wire: str, body: dict[str, Any], results: int) -> Turn:
+    """What a scripted scenario may read from one request."""
+    return Turn(results, wire, shell_params(wire, body.get("tools") or []), last_result_text(wire, body))
+
+
 # --------------------------------------------------------------------------- Anthropic Messages
 
 
@@ -190,7 +230,7 @@ def _anthropic_events(model: str, move: Move) -> list[bytes]:
     }
     if isinstance(move, ToolCall):
         block: dict[str, Any] = {"type": "tool_use", "id": _new_id("toolu"), "name": "Bash", "input": {}}
-        args = json.dumps({"command": move.command, "description": "Run a scripted command"})
+        args = json.dumps({"command": move.command, "description": move.note or "Run a scripted command"})
         delta = {"type": "input_json_delta", "partial_json": args}
         stop = "tool_use"
     else:
@@ -220,12 +260,27 @@ def _anthropic_plain(model: str, text: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- OpenAI Responses
 
 
+def _responses_args(call: ToolCall) -> dict[str, str]:
+    """``exec_command`` arguments: ``cmd``, plus ``justification`` (free text) and ``workdir`` if set.
+
+    Codex 0.171 refuses a ``justification`` without ``sandbox_permissions: "require_escalated"``, and
+    refuses that too under ``approval_policy = "never"``: scripts that want the command to run leave
+    ``note`` out on this wire.
+    """
+    args = {"cmd": call.command}
+    if call.note is not None:
+        args["justification"] = call.note
+    if call.workdir is not None:
+        args["workdir"] = call.workdir
+    return args
+
+
 def _responses_events(model: str, move: Move) -> list[bytes]:
     """SSE events of one OpenAI Responses answer carrying ``move`` (shell tool ``exec_command``)."""
     if isinstance(move, ToolCall):
         item: dict[str, Any] = {
             "type": "function_call", "id": _new_id("fc"), "call_id": _new_id("call"),
-            "name": "exec_command", "arguments": json.dumps({"cmd": move.command}), "status": "completed",
+            "name": "exec_command", "arguments": json.dumps(_responses_args(move)), "status": "completed",
         }
     else:
         item = {
@@ -265,14 +320,17 @@ def _chat_events(model: str, move: Move, tools: list[dict[str, Any]]) -> list[by
     """SSE chunks of one chat-completions answer carrying ``move`` (shell tool ``bash``).
 
     The tool arguments hold ``command`` plus ``description`` when the client's schema asks for one
-    (OpenCode does, Pi does not); they are sent in two fragments like a real provider.
+    (older OpenCode did; OpenCode 1.18 and Pi do not) and ``workdir`` when the move sets one; they are
+    sent in two fragments like a real provider.
     """
     cid = _new_id("chatcmpl")
     chunks = [_chat_chunk(model, cid, {"role": "assistant", "content": ""})]
     if isinstance(move, ToolCall):
         args: dict[str, str] = {"command": move.command}
         if "description" in _schema_props(tools, "bash"):
-            args["description"] = "Run a scripted command"
+            args["description"] = move.note or "Run a scripted command"
+        if move.workdir is not None:
+            args["workdir"] = move.workdir
         text = json.dumps(args)
         head = {"index": 0, "id": _new_id("call"), "type": "function",
                 "function": {"name": "bash", "arguments": text[:10]}}
@@ -314,13 +372,17 @@ class FakeModelServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, scenario: str = "wedge", *, delay: float = 0.1, healthy_calls: int = 3) -> None:
+    def __init__(self, scenario: str = "wedge", *, delay: float = 0.1, healthy_calls: int = 3,
+                 observer: Callable[[RecordedRequest], None] | None = None,
+                 scripts: Mapping[str, Script] | None = None) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}")
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scenario = scenario
         self.delay = delay
         self.healthy_calls = healthy_calls
+        self.observer = observer
+        self.scripts = dict(scripts or {})
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._retry_errors_left = 1
@@ -354,6 +416,8 @@ class FakeModelServer(ThreadingHTTPServer):
         record = RecordedRequest(method, path, wire, model, scenario, results, reply.answer, body)
         with self._lock:
             self.requests.append(record)
+        if self.observer is not None:
+            self.observer(record)
         return reply
 
     def _take_retry_error(self) -> bool:
@@ -376,7 +440,7 @@ class FakeModelServer(ThreadingHTTPServer):
             return self._side_reply(wire, model, body)
         if scenario == "retry" and self._take_retry_error():
             return _overloaded(wire)
-        move = next_move(scenario, results, self.healthy_calls)
+        move = next_move(scenario, results, self.healthy_calls, request_turn(wire, body, results), self.scripts)
         answer = "tool" if isinstance(move, ToolCall) else "text"
         if wire == "anthropic":
             return _sse_reply(_anthropic_events(model, move), answer)
@@ -456,10 +520,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def fake_model_server(scenario: str = "wedge", *, delay: float = 0.1,
-                      healthy_calls: int = 3) -> Iterator[FakeModelServer]:
+def fake_model_server(scenario: str = "wedge", *, delay: float = 0.1, healthy_calls: int = 3,
+                      observer: Callable[[RecordedRequest], None] | None = None,
+                      scripts: Mapping[str, Script] | None = None) -> Iterator[FakeModelServer]:
     """Start a :class:`FakeModelServer` in a thread; always shut it down and close its socket."""
-    server = FakeModelServer(scenario, delay=delay, healthy_calls=healthy_calls)
+    server = FakeModelServer(scenario, delay=delay, healthy_calls=healthy_calls, observer=observer, scripts=scripts)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name=f"fake-model-{scenario}", daemon=True)
     thread.start()
