@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from otlp_decode import RESPONSES, decode, signal_of, summarize
+from otlp_decode import RESPONSES, decode, dump_summary, signal_of, summarize
 
 MAX_BODY = 64 * 1024 * 1024  # a bound, so a broken client cannot fill the disk
 
@@ -96,8 +96,7 @@ class OtlpCapture(ThreadingHTTPServer):
             name = body_filename(seq, signal, content_type, content_encoding)
             (self.out_dir / name).write_bytes(body)
             if summary is not None:
-                text = json.dumps(summary, indent=1, sort_keys=True)
-                (self.out_dir / f"{seq:04d}-{signal}.summary.json").write_text(text + "\n")
+                (self.out_dir / f"{seq:04d}-{signal}.summary.json").write_text(dump_summary(summary))
             record = Captured(seq, signal, name, content_type, content_encoding, chunked, len(body), arrived,
                               summary is not None, error)
             self.captured.append(record)
@@ -114,6 +113,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default per-request stderr log."""
+
+    def handle(self) -> None:
+        """Serve the connection; an exporter that goes away mid-request (killed) is not an error."""
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError, TimeoutError):
+            self.close_connection = True
 
     def _read_body(self) -> tuple[bytes, bool]:
         """The request body (Content-Length or chunked) and whether it came chunked."""

@@ -92,8 +92,19 @@ def decode(signal: str, body: bytes, content_type: str = "application/x-protobuf
     return message
 
 
+#: Summaries cut strings longer than this (the raw body keeps them whole): prompts can be megabytes.
+SUMMARY_MAX_CHARS = 500
+
+
+def _cut(text: str) -> str:
+    """``text``, or its head and its length when it is longer than :data:`SUMMARY_MAX_CHARS`."""
+    if len(text) <= SUMMARY_MAX_CHARS:
+        return text
+    return f"{text[:SUMMARY_MAX_CHARS]}...[cut: {len(text)} chars]"
+
+
 def any_value(value: AnyValue) -> Any:
-    """An OTLP AnyValue as a Python value (bytes as hex, kvlists as dicts)."""
+    """An OTLP AnyValue as a Python value (bytes as hex, kvlists as dicts, long strings cut)."""
     kind = value.WhichOneof("value")
     if kind is None:
         return None
@@ -103,6 +114,8 @@ def any_value(value: AnyValue) -> Any:
         return attributes(value.kvlist_value.values)
     if kind == "bytes_value":
         return value.bytes_value.hex()
+    if kind == "string_value":
+        return _cut(value.string_value)
     return getattr(value, kind)
 
 
@@ -154,3 +167,12 @@ def summarize(signal: str, message: Message) -> dict[str, Any]:
                 out["items"] += [{"metric": m.name, "scope": scope, "type": m.WhichOneof("data")}
                                  for m in scoped.metrics]
     return out
+
+
+def dump_summary(summary: dict[str, Any]) -> str:
+    """A summary as JSON text with one resource or item per line (compact, yet readable and diffable)."""
+    def lines(key: str) -> str:
+        rows = [json.dumps(row, sort_keys=True, ensure_ascii=False) for row in summary[key]]
+        return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"
+    return (f'{{"signal": {json.dumps(summary["signal"])},\n"resources": {lines("resources")},\n'
+            f'"items": {lines("items")}}}\n')
