@@ -12,6 +12,7 @@ the Claude Code process):
   - ``context-after:N``: on the N-th print ``hookSpecificOutput.additionalContext`` (:data:`NUDGE`);
   - ``block-after:N``: on the N-th print ``{"decision": "block", "reason": ...}``;
   - ``sleep:S``: sleep S seconds, then exit 0 (a slow or hung hook);
+  - ``sleep-once:S``: sleep S seconds on the first PostToolUse only;
   - ``fail:CODE``: write :data:`FAIL_TEXT` to stderr and exit CODE;
   - ``garbage``: print text that is not JSON, exit 0.
 
@@ -58,7 +59,7 @@ def _answer(mode: str, nth: int) -> tuple[str, int]:
         return json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": NUDGE}}), 0
     if kind == "block-after" and due:
         return json.dumps({"decision": "block", "reason": BLOCK_REASON}), 0
-    if kind == "sleep":
+    if kind == "sleep" or (kind == "sleep-once" and nth == 1):
         time.sleep(float(arg))
     elif kind == "fail":
         sys.stderr.write(FAIL_TEXT + "\n")

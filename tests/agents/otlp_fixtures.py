@@ -163,3 +163,46 @@ def tool_records(requests: list[Request]) -> list[ToolRecord]:
                 children = [s for s in spans if s["parent_span_id"] == item["span_id"]]
                 out.append(_claude_tool_span(item, children, arrived))
     return out
+
+
+def items(requests: list[Request]) -> list[tuple[str, dict[str, Any], float]]:
+    """Every span (``span <name>``) and log record (``log <event.name>``) with its arrival time."""
+    out = []
+    for req in requests:
+        summary = summarize(req.signal, req.message)
+        for item in summary["items"]:
+            if summary["signal"] == "traces":
+                out.append((f"span {item['name']}", item, float(req.row["arrived"])))
+            elif summary["signal"] == "logs":
+                out.append((f"log {item['attributes'].get('event.name', '')}", item, float(req.row["arrived"])))
+    return out
+
+
+#: Per agent and record: the attribute keys the README documents, present on every such record, and
+#: those present on every successful one (a call that threw has no result).
+DOCUMENTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "vercel-ai": {
+        "span ai.toolCall": (("ai.operationId", "ai.toolCall.name", "ai.toolCall.id", "ai.toolCall.args"),
+                             ("ai.toolCall.result",)),
+        "span ai.generateText": (("ai.operationId", "ai.model.id", "ai.response.finishReason"), ()),
+    },
+    "opencode": {
+        "span ai.toolCall": (("ai.operationId", "ai.toolCall.name", "ai.toolCall.id", "ai.toolCall.args",
+                              "session.id"), ("ai.toolCall.result",)),
+        "span Tool.execute": (("tool.name", "tool.call_id", "session.id", "message.id"), ()),
+        "span ai.streamText": (("ai.operationId", "session.id"), ()),
+    },
+    "claude-code": {
+        "span claude_code.tool": (("gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "tool_use_id",
+                                   "full_command", "duration_ms", "session.id", "gen_ai.conversation.id"), ()),
+        "span claude_code.tool.execution": (("success", "gen_ai.tool.call.id", "duration_ms"), ()),
+        "span claude_code.interaction": (("gen_ai.operation.name", "session.id", "interaction.sequence"), ()),
+        "log tool_result": (("event.name", "tool_name", "tool_use_id", "success", "duration_ms", "tool_input",
+                             "session.id", "prompt.id"), ("tool_result_size_bytes",)),
+        "log tool_decision": (("tool_name", "tool_use_id", "decision", "session.id"), ()),
+    },
+    "codex": {
+        "log codex.tool_result": (("event.name", "tool_name", "call_id", "arguments", "output", "success",
+                                   "duration_ms", "conversation.id"), ()),
+    },
+}

@@ -65,6 +65,9 @@ async function runAgent() {
   };
   if (process.argv.includes('--stream')) {
     const result = streamText({ ...settings, onError: ({ error }) => { throw error; } });
+    // The run's root span ends when the stream is flushed, after `text` and `steps` resolve: read the
+    // stream to its end first, so the span has ended before the exporter shuts down.
+    await result.consumeStream();
     return { text: await result.text, steps: (await result.steps).length };
   }
   const result = await generateText(settings);
