@@ -26,7 +26,8 @@ def _id(folder: Path) -> str:
 
 
 def _run(folder: Path) -> dict[str, Any]:
-    return json.loads((folder / "run.json").read_text())
+    data: dict[str, Any] = json.loads((folder / "run.json").read_text())
+    return data
 
 
 def _primary(folder: Path) -> list[ToolRecord]:
@@ -55,7 +56,7 @@ def test_bodies_decode_and_summaries_match(folder: Path) -> None:
 @pytest.mark.parametrize("folder", DIRS, ids=_id)
 def test_documented_keys_present(folder: Path) -> None:
     agent = folder.parent.name
-    found = Counter()
+    found: Counter[str] = Counter()
     for source, item, _ in items(load(folder)):
         if source not in DOCUMENTED.get(agent, {}):
             continue
