@@ -235,16 +235,19 @@ RunFn = Callable[[str, str, Recorder], dict[str, Any]]
 
 
 def main(framework: str, families: tuple[str, ...], run: RunFn, *,
-         setup: Callable[[str], Iterable[SpanProcessor]] | None = None) -> None:
-    """``capture_X.py`` (every family and scenario, each in a child process) or ``capture_X.py FAMILY SCENARIO``."""
+         setup: Callable[[str], Iterable[SpanProcessor]] | None = None, extra: tuple[str, ...] = ()) -> None:
+    """``capture_X.py`` (every family and scenario, each in a child process) or ``capture_X.py FAMILY SCENARIO``.
+
+    ``extra`` names scenarios of this framework only (run and written like the common ones).
+    """
     parser = argparse.ArgumentParser(description=f"capture {framework}'s spans under each instrumentation family")
     parser.add_argument("family", nargs="?", choices=families)
-    parser.add_argument("scenario", nargs="?", choices=(*SCENARIOS, "probe"))
+    parser.add_argument("scenario", nargs="?", choices=(*SCENARIOS, *extra, "probe"))
     args = parser.parse_args()
     if args.family is None:
         failed = 0
         for family in families:
-            for scenario in (*SCENARIOS, "probe"):
+            for scenario in (*SCENARIOS, *extra, "probe"):
                 done = subprocess.run([sys.executable, sys.argv[0], family, scenario], check=False,
                                       env={**os.environ, "PYTHONPATH": str(HERE)})
                 failed += done.returncode != 0
