@@ -18,6 +18,8 @@ Needs the ADK venv (google-adk pins opentelemetry <= 1.44). Run
 ``python tests/frameworks/capture_adk.py``.
 """
 
+# ruff: noqa: PLC0415  (frameworks are imported late: their settings are read from the environment at import)
+
 from __future__ import annotations
 
 import asyncio

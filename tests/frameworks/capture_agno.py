@@ -10,6 +10,8 @@ Families:
 Run ``python tests/frameworks/capture_agno.py`` in the venv that holds the frameworks.
 """
 
+# ruff: noqa: PLC0415  (frameworks are imported late: their settings are read from the environment at import)
+
 from __future__ import annotations
 
 import os

@@ -19,6 +19,8 @@ constant past the run's length so the wedge runs its 40 calls like everywhere el
 Run ``python tests/frameworks/capture_crewai.py`` in the venv that holds the frameworks.
 """
 
+# ruff: noqa: PLC0415  (frameworks are imported late: their settings are read from the environment at import)
+
 from __future__ import annotations
 
 import logging
@@ -92,7 +94,7 @@ def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
             else:
                 result = crew.kickoff()
             outcome = f"raw={str(result.raw)!r}"
-        except Exception as exc:  # noqa: BLE001 (the outcome is what the fixture records)
+        except Exception as exc:
             outcome = f"raised {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
         requests = len(server.requests)
     return {"versions": versions(PACKAGES), "settings": QUIET, "tool_calls": weather.calls,

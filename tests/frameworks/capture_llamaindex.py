@@ -11,6 +11,8 @@ Families:
 Run ``python tests/frameworks/capture_llamaindex.py`` in the venv that holds the frameworks.
 """
 
+# ruff: noqa: PLC0415  (frameworks are imported late: their settings are read from the environment at import)
+
 from __future__ import annotations
 
 import asyncio

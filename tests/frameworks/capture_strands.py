@@ -13,6 +13,8 @@ Run ``python tests/frameworks/capture_strands.py`` (every family and scenario) i
 holds the frameworks; fixtures go to ``tests/data/frameworks/``.
 """
 
+# ruff: noqa: PLC0415  (frameworks are imported late: their settings are read from the environment at import)
+
 from __future__ import annotations
 
 import os

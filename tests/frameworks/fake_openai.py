@@ -94,7 +94,7 @@ def chunks(message: dict[str, Any], model: str, n: int, *, usage: bool) -> list[
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the frameworks' runs are what the captures are about
 
     def _send_json(self, status: int, body: dict[str, Any]) -> None:

@@ -39,7 +39,8 @@ def ancestry(span: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[str
 
 def main() -> None:
     path, full = sys.argv[1], "--full" in sys.argv
-    data = json.load(open(path))
+    with open(path) as file:
+        data = json.load(file)
     spans = data["spans"]
     by_id = {s["span_id"]: s for s in spans}
     print(json.dumps(data["meta"], indent=1))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the project's own suite (not the integration tests) on one OpenTelemetry release, in a new venv
 # (the venv path given is deleted and made again).
-#   tests/frameworks/otel_floor.sh 1.39 [venv]   (minor version of opentelemetry-api/sdk/exporter-otlp)
+#   tests/frameworks/otel_floor.sh 1.39 [venv] [pytest args]   (1.N: newest 1.N.x; 1.N.M: that release)
 # The package is installed with --no-deps so its own OTel pins are overridden; every other test
 # dependency is installed as the test extra names it. The contrib packages (semantic conventions,
 # the Prometheus exporter) follow the SDK: 1.N goes with 0.(N+21)b*.
@@ -9,7 +9,7 @@ set -euo pipefail
 minor=${1:?usage: otel_floor.sh 1.N [venv]}
 venv=${2:-/work/venvs/fw-otel}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-n=${minor#1.}
+n=${minor#1.}; n=${n%%.*}  # 1.42 or 1.42.0 -> 42
 contrib="0.$((n + 21))b0"
 rm -rf "$venv" && python3 -m venv "$venv"  # fresh: no package of another release left behind
 "$venv/bin/pip" install -q --no-deps -e "$repo"

@@ -10,6 +10,8 @@ Seams:
 - ``tool-raises``: the tool raises ``Stop`` from call AT+1 on (what ``@guard.tool`` does).
 """
 
+# ruff: noqa: PLC0415  (frameworks are imported late: their settings are read from the environment at import)
+
 from __future__ import annotations
 
 import asyncio

@@ -24,7 +24,7 @@ AT = 25
 """The stop comes after this many tool calls (the issue's: the 25th call's span ends, then stop)."""
 
 
-class Stop(Exception):  # noqa: N818 (it is a stop, as TurnStopped is)
+class Stop(Exception):
     """What a guard raises: stands for ``otel_toolchain.TurnStopped`` in these scripts."""
 
 
@@ -44,7 +44,7 @@ def outcome(call: Callable[[], Any]) -> dict[str, Any]:
     """Run the agent; what the caller got back, or the exception chain it saw."""
     try:
         value = call()
-    except BaseException as exc:  # noqa: BLE001 (SystemExit/cancellation are what some seams raise)
+    except BaseException as exc:
         return {"raised": chain(exc), "stop_reached_caller": any(".Stop:" in c for c in chain(exc))}
     return {"returned": str(value)[:300]}
 
