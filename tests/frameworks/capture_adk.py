@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, Iterable
 from typing import Any
 
 from opentelemetry.sdk.trace import SpanProcessor
-from spancap import CALLS, PROBE_CALLS, Recorder, Weather, main, versions
+from spancap import Recorder, Weather, calls_for, main, versions
 
 FAMILIES = ("native", "native-content", "native-legacy", "openinference")
 PACKAGES = ("google-adk", "google-genai", "openinference-instrumentation-google-adk", "opentelemetry-sdk")
@@ -112,13 +112,16 @@ def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
         GoogleADKInstrumentor().instrument(tracer_provider=recorder.provider)
     from google.adk.agents.run_config import RunConfig
 
-    calls = PROBE_CALLS if scenario == "probe" else CALLS
-    weather = Weather(healthy=scenario != "wedged")
+    calls = calls_for(scenario)
+    weather = Weather.of(scenario)
     model = scripted_llm(calls)
     runner = make_runner(model, weather)
-    text = asyncio.run(run_once(runner, run_config=RunConfig(max_llm_calls=500)))
+    try:
+        outcome = f"final text={asyncio.run(run_once(runner, run_config=RunConfig(max_llm_calls=500)))!r}"
+    except Exception as exc:  # ADK ends the run on a failing tool: the outcome is what is kept
+        outcome = f"raised {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
     return {"versions": versions(PACKAGES), "settings": {k: os.environ[k] for k in CONTENT_ENV if k in os.environ},
-            "tool_calls": weather.calls, "model_requests": model.requests, "outcome": f"final text={text!r}"}
+            "tool_calls": weather.calls, "model_requests": model.requests, "outcome": outcome}
 
 
 if __name__ == "__main__":

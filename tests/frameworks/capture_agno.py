@@ -20,7 +20,7 @@ from typing import Any
 
 from fake_openai import FakeOpenAI
 from opentelemetry.sdk.trace import SpanProcessor
-from spancap import CALLS, PROBE_CALLS, Recorder, Weather, main, versions
+from spancap import Recorder, Weather, calls_for, main, versions
 
 FAMILIES = ("openinference", "traceloop", "genai")
 PACKAGES = ("agno", "openinference-instrumentation-agno", "opentelemetry-instrumentation-agno",
@@ -69,8 +69,8 @@ def make_agent(server: FakeOpenAI, weather: Weather, **kwargs: Any) -> Any:
 
 def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
     instrument(family, recorder)
-    calls = PROBE_CALLS if scenario == "probe" else CALLS
-    weather = Weather(healthy=scenario != "wedged")
+    calls = calls_for(scenario)
+    weather = Weather.of(scenario)
     with FakeOpenAI(calls=calls) as server:
         agent = make_agent(server, weather)
         result = agent.run("What is the weather in Paris?")

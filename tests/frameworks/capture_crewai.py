@@ -31,7 +31,7 @@ from typing import Any
 
 from fake_openai import FakeOpenAI
 from opentelemetry.sdk.trace import SpanProcessor
-from spancap import CALLS, PROBE_CALLS, Recorder, Weather, main, versions
+from spancap import CALLS, Recorder, Weather, calls_for, main, versions
 
 FAMILIES = ("native", "openinference", "traceloop")
 PACKAGES = ("crewai", "crewai-core", "openinference-instrumentation-crewai", "opentelemetry-instrumentation-crewai",
@@ -76,8 +76,8 @@ def make_crew(server: FakeOpenAI, weather: Weather, **agent_kwargs: Any) -> Any:
 
 def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
     instrument(family, recorder)
-    calls = PROBE_CALLS if scenario == "probe" else CALLS
-    weather = Weather(healthy=scenario not in ("wedged", "guarded"))
+    calls = calls_for(scenario)
+    weather = Weather.of("wedged" if scenario == "guarded" else scenario)
     if scenario == "wedged":
         from crewai.utilities import agent_utils
 

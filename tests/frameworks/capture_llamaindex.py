@@ -23,7 +23,7 @@ from typing import Any
 from fake_openai import FakeOpenAI
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from spancap import CALLS, PROBE_CALLS, Recorder, Weather, main, versions
+from spancap import Recorder, Weather, calls_for, main, versions
 
 FAMILIES = ("native", "openinference", "traceloop", "genai")
 PACKAGES = ("llama-index-core", "llama-index-llms-openai", "llama-index-workflows", "llama-index-observability-otel",
@@ -78,8 +78,8 @@ def make_agent(server: FakeOpenAI, weather: Weather) -> Any:
 
 def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
     instrument(family, recorder)
-    calls = PROBE_CALLS if scenario == "probe" else CALLS
-    weather = Weather(healthy=scenario != "wedged")
+    calls = calls_for(scenario)
+    weather = Weather.of(scenario)
     with FakeOpenAI(calls=calls) as server:
         agent = make_agent(server, weather)
 

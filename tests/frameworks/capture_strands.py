@@ -23,7 +23,7 @@ from typing import Any
 
 from fake_openai import FakeOpenAI
 from opentelemetry.sdk.trace import SpanProcessor
-from spancap import CALLS, PROBE_CALLS, Recorder, Weather, main, versions
+from spancap import Recorder, Weather, calls_for, main, versions
 
 FAMILIES = ("native", "native-latest", "openinference")
 PACKAGES = ("strands-agents", "openinference-instrumentation-strands-agents", "openai", "opentelemetry-sdk")
@@ -58,8 +58,8 @@ def make_agent(server: FakeOpenAI, weather: Weather, **kwargs: Any) -> Any:
 
 
 def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
-    calls = PROBE_CALLS if scenario == "probe" else CALLS
-    weather = Weather(healthy=scenario != "wedged")
+    calls = calls_for(scenario)
+    weather = Weather.of(scenario)
     with FakeOpenAI(calls=calls) as server:
         agent = make_agent(server, weather)
         result = agent("What is the weather in Paris?")

@@ -15,9 +15,10 @@ attributes of all but the last few messages are dropped; ``trimmed`` says what w
 agent/turn spans and every other span are kept whole.
 
 Scenarios: ``wedged`` (the tool gives the same result every call), ``healthy`` (a new result each
-call); both ask for ``CALLS`` tool calls, then a final answer. ``probe`` is a short healthy run in
-which a processor sets status ERROR on every span as it starts, to see which spans the
-framework sets to OK as they end (it is summarised, not kept as a fixture).
+call); both ask for ``CALLS`` tool calls, then a final answer. ``failing`` asks for
+``PROBE_CALLS`` calls and the tool raises ``ValueError`` each time (where a failure shows).
+``probe`` is a short healthy run in which a processor sets status ERROR on every span as it
+starts, to see which spans the framework sets to OK as they end (summarised in ``probe.json``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "frameworks"
 CALLS = 40
 PROBE_CALLS = 2
-SCENARIOS = ("wedged", "healthy")
+SCENARIOS = ("wedged", "healthy", "failing")
 PROBE_DESCRIPTION = "set by the probe at on_start"
 
 # -- the one real tool ---------------------------------------------------------------------------
@@ -59,13 +60,25 @@ class Weather:
     healthy: bool
     calls: int = 0
     seen: list[str] = field(default_factory=list)
+    failing: bool = False
+
+    @classmethod
+    def of(cls, scenario: str) -> Weather:
+        return cls(healthy=scenario in ("healthy", "probe"), failing=scenario == "failing")
 
     def __call__(self, city: str) -> str:
         self.calls += 1
         self.seen.append(city)
+        if self.failing:
+            raise ValueError(f"no weather station in {city}")
         if self.healthy:
             return f"{city}: reading {self.calls}, {self.calls * 2}% cloud"
         return f"{city}: sunny, 20C"
+
+
+def calls_for(scenario: str) -> int:
+    """How many tool calls the scripted model asks for in ``scenario``."""
+    return PROBE_CALLS if scenario in ("probe", "failing") else CALLS
 
 
 # -- the SDK set-up ------------------------------------------------------------------------------
