@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -41,12 +42,30 @@ def find_binary(name: str, package: str) -> str:
     return found
 
 
+# Ports are drawn below Linux's ephemeral range (32768-60999 by default): a port the kernel hands out
+# for bind(0) can be handed out again at once as the source port of some outgoing connection (the
+# Collector dialling Jaeger), which is how a sampler once lost its health-check port between our
+# probe and its own bind. Outside that range only an explicit bind can take it, and every port given
+# here is given once per test process.
+_PORT_RANGE = range(20000, 32000)
+_handed_out: set[int] = set()
+_ports = random.Random()
+
+
 def free_port() -> int:
-    """A port that was free on 127.0.0.1 a moment ago (bind port 0, read it, close)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
+    """A port free on 127.0.0.1 now, outside the ephemeral range, never handed out before here."""
+    for _ in range(1000):
+        port = _ports.choice(_PORT_RANGE)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise OSError(f"no free port on {LOOPBACK} in {_PORT_RANGE.start}-{_PORT_RANGE.stop - 1}")
 
 
 class Deadline:
