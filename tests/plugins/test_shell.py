@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_toolchain.plugins._shell import Invocation, Script, parse
+from otel_toolchain.plugins._shell import Invocation, Script, _Lexer, parse
 
 # (command, the programs it runs, in the order they start)
 PROGRAMS = [
@@ -236,3 +236,21 @@ def test_never_raises_on_shell_punctuation(text: str) -> None:
 @given(st.lists(st.text()))
 def test_never_raises_on_any_argv(argv: list[str]) -> None:
     assert isinstance(parse(argv), Script)
+
+
+# The fast split must agree with the full lexer wherever it is taken. The alphabet mixes what the
+# fast path accepts (letters, blanks, control operators) with every character that sends text to
+# the full lexer, so both branches are exercised and any disagreement on a simple text shows.
+_SHELL_ALPHABET = st.sampled_from(list("ab1-./=*{}!~ \t\r\f&|;") + list("\n()<>\\'\"$`#"))
+
+
+@given(st.text(_SHELL_ALPHABET, max_size=40))
+def test_the_fast_split_gives_the_full_lexers_tokens(text: str) -> None:
+    assert _Lexer(text).run() == _Lexer(text).run_full()
+
+
+@given(st.lists(st.sampled_from(["cd", "/w1", "grep", "-r", "x", ".", "make", "t1", "&&", "||", "|", ";", "&"]),
+                max_size=12))
+def test_the_fast_split_agrees_on_command_shaped_text(words: list[str]) -> None:
+    text = " ".join(words)
+    assert _Lexer(text).run() == _Lexer(text).run_full()
