@@ -9,7 +9,8 @@ from otel_toolchain import errors
 def test_all_is_sorted_and_pinned() -> None:
     assert otel_toolchain.__all__ == sorted(otel_toolchain.__all__)
     assert otel_toolchain.__all__ == [
-        "CycleCall", "ManifestError", "NoConfig", "NudgeSignal", "PluginLoadError", "Retry", "StopSignal",
+        "AgentRecorder", "CannotRun", "CycleCall", "LabelError", "Manifest", "ManifestError", "MissingExtra",
+        "NoConfig", "NudgeSignal", "PluginLoadError", "Retry", "StopSignal",
         "StreamError", "Telemetry", "ToolCall", "ToolPlugin", "Toolchain", "ToolchainError", "Turn", "TurnReport",
         "TurnStopped",
     ]
@@ -24,3 +25,7 @@ def test_every_public_name_is_exported() -> None:
 def test_errors_form_one_hierarchy() -> None:
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.ToolchainError)
+
+
+def test_every_error_is_public() -> None:
+    assert set(errors.__all__) <= set(otel_toolchain.__all__)
