@@ -155,7 +155,7 @@ class Toolchain(SpanProcessor, TurnSink):
         if evicted:
             self.evicted += len(evicted)
             self._instruments.turns_evicted.add(len(evicted))
-        if span is not None:
+        if span is not None and self.processes_spans:  # only spans seen as a processor can nest under it
             self._spans.adopt(turn.key, turn, span)
         return turn
 

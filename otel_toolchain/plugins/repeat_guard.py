@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -105,8 +104,10 @@ class RepeatCounter:
     def __init__(self, max_period: int = 3, identity: Identity | None = None) -> None:
         self.max_period = max_period
         self.identity = identity or Identity()
-        self.recent: deque[ToolCall] = deque(maxlen=max_period)
-        self.keys: deque[IdentityKey | None] = deque(maxlen=max_period)
+        # Short lists trimmed by hand, not deques: an empty deque allocates a 64-slot block (about
+        # 760 bytes), and every open turn holds two of these (bench_memory).
+        self.recent: list[ToolCall] = []
+        self.keys: list[IdentityKey | None] = []
         """The identities of ``recent``, where one was needed (None until then)."""
         self.runs = [0] * max_period
         self.starts = [0] * max_period
@@ -129,8 +130,7 @@ class RepeatCounter:
             # Most calls differ from the calls before them in tool or result: tell them apart without
             # building identities; build one only where normalising could make two calls the same.
             if earlier[0] != tool:
-                if runs[index]:
-                    runs[index] = 0
+                runs[index] = 0
                 continue
             if earlier[2] == result and earlier[1] == arguments and earlier[6] == call[6] and earlier[3] == failed:
                 match = arguments is not None or tool != UNKNOWN_TOOL  # a rebuilt call is never the same
@@ -151,6 +151,8 @@ class RepeatCounter:
                 runs[index] = 0
         recent.append(call)
         self.keys.append(key)
+        if seen == self.max_period:
+            del recent[0], self.keys[0]
         self.current = best_repeats
         if best_repeats > self.best:  # noqa: PLR1730 (max() is a call on the hot path)
             self.best = best_repeats
