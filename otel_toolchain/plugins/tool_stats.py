@@ -11,9 +11,12 @@ It goes to the chain's report listeners and out as an OTel event (a log record n
 ``classify`` puts on each call, so place ``classify`` before ``tool_stats``; untagged calls count
 as ``other``.
 
-Metrics cost more than a span would allow per call, so counts are kept in plain Python and
-handed to the instruments in batches: at the end of the turn, and every ``flush_every`` calls so
-a long turn still shows up while it runs. Per-call durations are left to the spans by default:
+Metrics cost more than a span would allow per call, so counts are kept in plain Python: per turn,
+folded into the plugin's totals at the end of the turn and every ``flush_every`` calls (so a long
+turn still shows up while it runs), and the totals are read by an observable counter when the
+metric reader collects. A turn costs the metrics nothing but that fold; the totals hold at most
+``MAX_SERIES`` (tool, class, failure) keys, the rest counted under ``otel.metric.overflow = true``
+as the SDK does past its cardinality limit. Per-call durations are left to the spans by default:
 the Collector's span-metrics connector (in collector-config/) makes the duration histogram from
 them. ``duration_histogram = true`` records ``otel_toolchain.tool.duration`` here too, each
 point with its tool span's context (the turn's, for calls handed in without a span), so
@@ -22,10 +25,13 @@ histogram exemplars link to the span.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from opentelemetry import trace
 from opentelemetry._logs import SeverityNumber
+from opentelemetry.metrics import CallbackOptions, Observation
 from pydantic import BaseModel, ConfigDict, Field
 
 from otel_toolchain import semconv
@@ -35,7 +41,10 @@ if TYPE_CHECKING:
     from otel_toolchain.calls import Retry, ToolCall
     from otel_toolchain.turn import Turn
 
-__all__ = ["ToolStats", "ToolStatsConfig"]
+__all__ = ["MAX_SERIES", "ToolStats", "ToolStatsConfig"]
+
+MAX_SERIES: Final = 2000  # the SDK's default cardinality limit per metric
+_OVERFLOW: Final = ("", "", False)
 
 
 class ToolStatsConfig(BaseModel):
@@ -86,8 +95,12 @@ class ToolStats(ToolPlugin):
     def setup(self, telemetry: Telemetry) -> None:
         meter = telemetry.meter
         self._logger = telemetry.logger
-        self._calls = meter.create_counter(
-            semconv.METRIC_TOOL_CALLS, unit="{call}", description="Tool calls, by tool, class and failure."
+        # A fresh total per set-up: the counter is new on this meter, so what it reports starts here.
+        self._totals: dict[tuple[str, str, bool], int] = {}
+        self._totals_lock = threading.Lock()
+        meter.create_observable_counter(
+            semconv.METRIC_TOOL_CALLS, callbacks=[self._observe_calls], unit="{call}",
+            description="Tool calls, by tool, class and failure.",
         )
         self._duration = meter.create_histogram(
             semconv.METRIC_TOOL_DURATION, unit="s", description="Time from a tool call to its result.",
@@ -156,11 +169,26 @@ class ToolStats(ToolPlugin):
             "classes": dict(sorted(classes.items())),
         }
 
+    def _observe_calls(self, options: CallbackOptions) -> Iterable[Observation]:
+        """The reader's callback (its collection thread): every total so far, one point per key."""
+        with self._totals_lock:
+            totals = list(self._totals.items())
+        for (tool, cls, failed), count in totals:
+            if (tool, cls, failed) == _OVERFLOW:
+                yield Observation(count, {semconv.METRIC_OVERFLOW: True})
+            else:
+                yield Observation(count, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls,
+                                          semconv.TOOL_FAILED: "true" if failed else "false"})
+
     def _flush(self, stats: _Stats) -> None:
-        for (tool, cls, failed), count in stats.counts.items():
-            self._calls.add(count, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls,
-                                    semconv.TOOL_FAILED: "true" if failed else "false"})
-            stats.totals[(tool, cls, failed)] = stats.totals.get((tool, cls, failed), 0) + count
+        totals = self._totals
+        with self._totals_lock:
+            for key, count in stats.counts.items():
+                if key not in totals and len(totals) >= MAX_SERIES:  # read at call time: tests lower it
+                    key = _OVERFLOW  # noqa: PLW2901  # counted, under the overflow series
+                totals[key] = totals.get(key, 0) + count
+        for key, count in stats.counts.items():
+            stats.totals[key] = stats.totals.get(key, 0) + count
         stats.counts.clear()
         stats.unflushed = 0
         for tool, cls, seconds, trace_id, span_id in stats.pending:

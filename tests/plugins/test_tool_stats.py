@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
+
 from otel_toolchain import semconv
 from otel_toolchain.calls import ToolCall
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.plugin import ToolPlugin
+from otel_toolchain.plugins import tool_stats
 from otel_toolchain.plugins.tool_stats import ToolStats
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.testing import Capture, FakeTurn, make_tool_call
@@ -128,3 +131,27 @@ def test_the_duration_histogram_can_be_turned_off(capture: Capture) -> None:
     metrics = capture.metrics()
     assert semconv.METRIC_TOOL_DURATION not in metrics
     assert metrics[semconv.METRIC_TOOL_CALLS][0]["value"] == 1
+
+
+def test_calls_are_totals_read_at_collection_and_keep_counting(capture: Capture) -> None:
+    """The counter reports the totals of every turn so far, monotonic, each time the reader collects."""
+    chain = capture.install(Toolchain([ToolStats()], strict=True))
+    recorder = AgentRecorder(capture.tracer_provider, toolchain=chain)
+    for calls in (2, 3):
+        with recorder.turn("a") as turn:
+            for _ in range(calls):
+                turn.tool_call("Read")
+        assert [p["value"] for p in capture.metrics()[semconv.METRIC_TOOL_CALLS]] == [2 if calls == 2 else 5]
+
+
+def test_keys_past_the_series_limit_count_under_overflow(capture: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tool_stats, "MAX_SERIES", 2)
+    chain = capture.install(Toolchain([ToolStats()], strict=True))
+    with AgentRecorder(capture.tracer_provider, toolchain=chain).turn("a") as turn:
+        for tool in ("A", "B", "C", "D", "A"):
+            turn.tool_call(tool)
+    points = capture.metrics()[semconv.METRIC_TOOL_CALLS]
+    assert sorted((p["attributes"].get("gen_ai.tool.name", "overflow"), p["value"]) for p in points) == [
+        ("A", 2), ("B", 1), ("overflow", 2)]
+    assert [p["attributes"] for p in points if "gen_ai.tool.name" not in p["attributes"]] == [
+        {"otel.metric.overflow": True}]
