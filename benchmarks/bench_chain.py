@@ -18,8 +18,13 @@ from collections.abc import Callable, Sequence
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.recorder import AgentRecorder
@@ -50,11 +55,15 @@ def distinct_shell_calls(round_no: int) -> list[tuple[str, str, str]]:
                                  "pad": PAD}), f"out {i} {PAD}") for i in range(CALLS_PER_TURN)]
 
 
-def make_side(with_chain: bool, plugins: str | None = None) -> tuple[AgentRecorder, Callable[[], None]]:
+def make_side(with_chain: bool, plugins: str | None = None, *,
+              synchronous: bool = False) -> tuple[AgentRecorder, Callable[[], None]]:
     """A recorder on its own providers; with the default chain, or a chain of the named plugins
-    (``"empty"`` for none at all, ``"classify,tool_stats"`` for two)."""
+    (``"empty"`` for none at all, ``"classify,tool_stats"`` for two). ``synchronous``: a
+    SimpleSpanProcessor instead of the batch one, whose worker thread wakes on a timer and so does
+    a different amount of work each run (instruction counts want the same work every time)."""
     provider = TracerProvider()
-    processor = BatchSpanProcessor(DropExporter(), max_queue_size=100_000, schedule_delay_millis=50)
+    processor: SpanProcessor = (SimpleSpanProcessor(DropExporter()) if synchronous else
+                                BatchSpanProcessor(DropExporter(), max_queue_size=100_000, schedule_delay_millis=50))
     provider.add_span_processor(processor)
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     chain = None

@@ -6,7 +6,9 @@ with ``--calls N`` and once with no calls at all (imports, provider set-up, shut
 difference is what N calls cost. The ratio compares those per-call costs.
 
 Workloads (the same as ``bench_chain``): turns of 100 calls through :class:`AgentRecorder`, 1 KB
-arguments and results, content capture on, a BatchSpanProcessor and an exporter that drops.
+arguments and results, content capture on, an exporter that drops behind a SimpleSpanProcessor
+(the batch processor's timer thread does a different amount of work each run; ``bench_chain``
+times the batch processor).
 
 Run: ``python benchmarks/bench_instructions.py`` (needs valgrind; a few minutes).
 Pieces: ``--side none|default|<plugin>`` runs one side in this process (what the parent runs under
@@ -39,7 +41,8 @@ def run_side(side: str, workload: str, calls: int, turns: int) -> None:
     The workload's ``turns`` turns are built first whatever ``calls`` is, so that building them is
     no part of the difference between a run with calls and one without.
     """
-    recorder, close = make_side(side != "none", plugins=None if side in ("none", "default") else side)
+    recorder, close = make_side(side != "none", plugins=None if side in ("none", "default") else side,
+                                synchronous=True)
     built = [typical_calls() if workload == "typical" else distinct_shell_calls(n) for n in range(turns)]
     made = 0
     for turn_calls in built:

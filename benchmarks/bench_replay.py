@@ -1,11 +1,12 @@
 """Replay throughput with the default chain, as a ratio to parsing the same lines into the same spans without it.
 
-Both sides read the real recorded Claude Code runs in ../shared/streams/real (and the four samples)
-with the same stream readers and build the same spans through the same recorder and a
-BatchSpanProcessor with an exporter that drops; only the chain differs. Rounds alternate and the
-ratio is the median of per-round ratios. Also: stop latency of ``otel-toolchain run``, from the
-arrival of the line that completes a cycle to the harness's process group being gone.
-Run: ``python benchmarks/bench_replay.py``.
+Both sides read the project's own recordings of the four real CLIs (tests/data/recordings, wedged
+and healthy runs) and the example streams (``--shared`` adds the public Claude Code runs in
+../shared/streams/real when that folder is there) with the same stream readers, and build the
+same spans through the same recorder and a BatchSpanProcessor with an exporter that drops; only
+the chain differs. Rounds alternate and the ratio is the median of per-round ratios. Also: stop
+latency of ``otel-toolchain run``, from the arrival of the line that completes a cycle to the
+harness's process group being gone. Run: ``python benchmarks/bench_replay.py``.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ class DropExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def corpus() -> list[tuple[str, list[str]]]:
-    files = sorted((SHARED / "real" / "claude-code").glob("*.jsonl")) + sorted((SHARED / "samples").glob("*.jsonl"))
+def corpus(shared: bool = False) -> list[tuple[str, list[str]]]:
+    recordings = REPO / "tests" / "data" / "recordings"
+    files = sorted(p for p in recordings.glob("*/*.jsonl") if not p.name.endswith(".session.jsonl"))
+    files += sorted((REPO / "examples" / "streams").glob("*.jsonl"))
+    if shared:
+        files += sorted((SHARED / "real" / "claude-code").glob("*.jsonl"))
     return [(str(path), path.read_text(encoding="utf-8").splitlines(keepends=True)) for path in files]
 
 
@@ -50,7 +55,8 @@ def make_recorder(with_chain: bool) -> AgentRecorder:
     chain = None
     if with_chain:
         chain = Manifest.default().toolchain()
-        chain.install(provider, MeterProvider(metric_readers=[InMemoryMetricReader()]))
+        # as the CLI does: the recorder hands the chain its calls, the chain is no span processor
+        chain.install(None, MeterProvider(metric_readers=[InMemoryMetricReader()]))
     return AgentRecorder(provider, toolchain=chain)
 
 
@@ -62,8 +68,8 @@ def replay_all(recorder: AgentRecorder, files: list[tuple[str, list[str]]]) -> t
     return time.perf_counter() - start, calls
 
 
-def throughput(rounds: int) -> dict[str, float]:
-    files = corpus()
+def throughput(rounds: int, shared: bool = False) -> dict[str, float]:
+    files = corpus(shared)
     bare, chained = make_recorder(False), make_recorder(True)
     replay_all(bare, files)
     replay_all(chained, files)
@@ -97,8 +103,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--stop-runs", type=int, default=10)
+    parser.add_argument("--shared", action="store_true", help="add the public runs in ../shared/streams/real")
     args = parser.parse_args(argv)
-    print(json.dumps({"replay": throughput(args.rounds)}))
+    print(json.dumps({"replay": throughput(args.rounds, args.shared)}))
     print(json.dumps({"stop_latency": stop_latency(args.stop_runs)}))
 
 

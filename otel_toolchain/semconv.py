@@ -88,7 +88,7 @@ def agent_span_name(agent: str | None) -> str:
 
 # -- metrics (instrument name, unit) --------------------------------------------------------------
 METRIC_TOOL_CALLS: Final = "otel_toolchain.tool.calls"
-METRIC_OVERFLOW: Final = "otel.metric.overflow"  # the SDK's attribute for points past a cardinality limit
+OTEL_METRIC_OVERFLOW: Final = "otel.metric.overflow"  # the SDK's attribute for points past a cardinality limit
 METRIC_TOOL_DURATION: Final = "otel_toolchain.tool.duration"
 METRIC_RETRIES: Final = "otel_toolchain.retries"
 METRIC_TURN_FAIL_STREAK: Final = "otel_toolchain.turn.longest_fail_streak"

@@ -273,11 +273,14 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
         metrics = JsonLinesMetricExporter(output_dir / "metrics.jsonl")
         logs = JsonLinesLogExporter(output_dir / "logs.jsonl")
         destination = f"OTLP JSON lines in {output_dir}"
-    readers: list[MetricReader] = [_metric_reader(metrics, settings, dropped["metrics"])]
+    # The Prometheus endpoint first: it can fail (a port in use), and a periodic reader made before it
+    # would be left ticking with no provider, complaining at exit.
+    readers: list[MetricReader] = []
     prometheus_server = None
     if settings.prometheus_port is not None:
         reader, prometheus_server = _prometheus_reader(settings.prometheus_port)
         readers.append(reader)
+    readers.insert(0, _metric_reader(metrics, settings, dropped["metrics"]))
     # shutdown_on_exit=False: Pipeline.shutdown bounds the wait; an atexit hook would wait again, unbounded.
     meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
     counter = meter_provider.get_meter("otel_toolchain").create_counter(

@@ -175,7 +175,7 @@ class ToolStats(ToolPlugin):
             totals = list(self._totals.items())
         for (tool, cls, failed), count in totals:
             if (tool, cls, failed) == _OVERFLOW:
-                yield Observation(count, {semconv.METRIC_OVERFLOW: True})
+                yield Observation(count, {semconv.OTEL_METRIC_OVERFLOW: True})
             else:
                 yield Observation(count, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls,
                                           semconv.TOOL_FAILED: "true" if failed else "false"})
