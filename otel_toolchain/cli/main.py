@@ -17,6 +17,7 @@ from typing import TextIO
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.cli.analyze import register as register_analyze
 from otel_toolchain.cli.replay import Progress, format_outcome, replay_path
+from otel_toolchain.cli.serve import register as register_serve
 from otel_toolchain.cli.show import render_turns, turns_from_otlp_file
 from otel_toolchain.errors import CannotRun, StreamError, ToolchainError
 from otel_toolchain.export.pipeline import Pipeline, build_pipeline
@@ -214,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(handler=_show)
 
     register_analyze(commands)
+    register_serve(commands)
     return parser
 
 
