@@ -16,6 +16,7 @@ from typing import TextIO
 
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.cli.analyze import register as register_analyze
+from otel_toolchain.cli.hook import register as register_hooks
 from otel_toolchain.cli.replay import Progress, format_outcome, replay_path
 from otel_toolchain.cli.serve import register as register_serve
 from otel_toolchain.cli.show import render_turns, turns_from_otlp_file
@@ -225,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_analyze(commands)
     register_serve(commands)
+    register_hooks(commands)
     return parser
 
 
