@@ -101,7 +101,8 @@ def test_sessions_do_not_share_state(tmp_path: Path) -> None:
     wedge = payload("PostToolUse.healthy.json")
     for n in range(24):
         for session in ("s-one", "s-two"):
-            assert handle_event(wedge | {"session_id": session, "tool_use_id": f"{n}"}, manifest, tmp_path).output is None
+            event = wedge | {"session_id": session, "tool_use_id": f"{n}"}
+            assert handle_event(event, manifest, tmp_path).output is None
     answer = handle_event(wedge | {"session_id": "s-one", "tool_use_id": "x"}, manifest, tmp_path)
     assert answer.output is not None
 
