@@ -50,4 +50,5 @@ def test_claude_code_with_the_installed_hook(tmp_path: Path, claude: None, scena
         assert results[0]["terminal_reason"] == "completed"
         assert seen == 5
     assert run.returncode == 0
-    assert not any(p.suffix == ".json" for p in (out / "claude-code-sessions").iterdir())  # SessionEnd removed the session's state
+    # SessionEnd removed the session's state
+    assert not any(p.suffix == ".json" for p in (out / "claude-code-sessions").iterdir())
