@@ -110,12 +110,28 @@ def _hooks(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: Any) -> None:
-    """Add ``hook`` and ``hooks`` to the command line's subcommands."""
-    hook = commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on stdin)")
+def _hook_arguments(hook: argparse.ArgumentParser) -> None:
     hook.add_argument("agent", choices=("claude-code",))
     hook.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
     hook.set_defaults(handler=_hook)
+
+
+def hook_main(argv: list[str]) -> int:
+    """``otel-toolchain hook …`` without the rest of the command line (it runs on every tool call)."""
+    parser = argparse.ArgumentParser(prog="otel-toolchain hook", description=__doc__.splitlines()[0])
+    _hook_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return _hook(args)
+    except ToolchainError as exc:  # a bad manifest: said on stderr, the session goes on
+        print(f"otel-toolchain hook: {exc}", file=sys.stderr)
+        return 1
+
+
+def register(commands: Any) -> None:
+    """Add ``hook`` and ``hooks`` to the command line's subcommands."""
+    _hook_arguments(commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on "
+                                        "stdin)"))
     hooks = commands.add_parser("hooks", help="add the hook to an agent's settings, or remove it")
     hooks.add_argument("action", choices=("install", "uninstall"))
     hooks.add_argument("agent", choices=("claude-code",))
