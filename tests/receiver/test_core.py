@@ -121,3 +121,32 @@ def test_a_body_sent_twice_is_one_set_of_calls() -> None:
     receiver.close()
     assert receiver.stats.calls == 5
     assert receiver.stats.duplicates + receiver.stats.late_calls > 0
+
+
+def test_a_turn_split_over_two_receivers_is_judged_on_each_part() -> None:
+    """What the scale docs promise: without routing by trace id, each receiver sees part of a turn.
+
+    The Vercel agent's 40-call wedge, its requests dealt alternately to two receivers: each sees a
+    run of identical calls shorter than 25, so neither stops (routed by trace id, one receiver
+    stops it at 25: test_wedged_recordings_stop_at_the_25th_identical_call). The part without the
+    root span closes when idle.
+    """
+    from recorded import bodies  # noqa: PLC0415
+
+    from otel_toolchain.manifest import Manifest  # noqa: PLC0415
+    from otel_toolchain.receiver.core import Receiver  # noqa: PLC0415
+    from otel_toolchain.receiver.decode import decode_body  # noqa: PLC0415
+
+    now = [0.0]
+    receivers = [Receiver(Manifest.default().toolchain(), idle_s=30.0, clock=lambda: now[0]) for _ in range(2)]
+    for n, body in enumerate(bodies("vercel-ai/wedge")):
+        now[0] += 0.2
+        receivers[n % 2].ingest(body.signal, decode_body(body.signal, body.data, body.content_type,
+                                                         body.content_encoding))
+    calls = [r.stats.calls for r in receivers]
+    assert sum(calls) == 40 and max(calls) < 25
+    assert [r.stops for r in receivers] == [[], []]
+    assert sorted(len(r.open_groups()) for r in receivers) == [0, 1]  # one part got the root span
+    for receiver in receivers:
+        receiver.tick(now[0] + 31.0)
+        assert receiver.open_groups() == []
