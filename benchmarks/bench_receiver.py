@@ -10,7 +10,10 @@ chain costs nothing beyond decoding). Then the same bodies go over HTTP to a run
 Hook: ``otel-toolchain hook claude-code`` is run as Claude Code runs it, one process per event, on a
 recorded ``PostToolUse`` payload. The baseline is ``python -c pass`` (the interpreter starting) and the
 in-process cost of one event (state file, replay, the new call) is given separately. Medians over rounds.
-Run: ``python benchmarks/bench_receiver.py [--rounds N]``.
+Stop latency: ``otel-toolchain run --telemetry`` over the real Vercel AI SDK agent in its wedge (fake model
+on 127.0.0.1), from the 25th identical call's end (its ``ai.toolCall`` span's end time, as forwarded) to
+the agent's process group being gone (polled every millisecond). Needs ``.ci/install-agents``.
+Run: ``python benchmarks/bench_receiver.py [--rounds N] [--latency-runs N]``.
 """
 
 from __future__ import annotations
@@ -107,9 +110,61 @@ def _python_start() -> float:
     return time.perf_counter() - start
 
 
+def _child_of(pid: int, deadline: float) -> int | None:
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return None
+        if children:
+            return int(children[0])
+        time.sleep(0.001)
+    return None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop_latency(tmp: Path) -> float | None:
+    """Seconds from the 25th call's end to the agent's group gone, for one wedged run."""
+    sys.path.insert(0, str(REPO / "tests" / "agents"))
+    sys.path.insert(0, str(REPO / "tests" / "clis"))
+    import recording  # noqa: PLC0415
+    from fake_openai import fake_openai  # noqa: PLC0415
+
+    with fake_openai("wedge") as model:
+        launch = recording.vercel_launch(model, "http://unused", tmp, "wedge", stream=False)
+        env = {k: v for k, v in launch.env.items() if not k.startswith("OTEL_")} | {
+            "OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp / "out")}
+        run = subprocess.Popen([sys.executable, "-m", "otel_toolchain", "run", "--telemetry", "--", *launch.argv],
+                               env=env, cwd=launch.cwd, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        child = _child_of(run.pid, time.monotonic() + 30)
+        gone = None
+        while child is not None and run.poll() is None:
+            if gone is None and not _group_alive(child):
+                gone = time.time()
+            time.sleep(0.001)
+        run.wait()
+    ends = sorted(int(span["endTimeUnixNano"]) for line in (tmp / "out" / "traces.jsonl").read_text().splitlines()
+                  for rs in json.loads(line).get("resourceSpans", []) for ss in rs["scopeSpans"]
+                  for span in ss["spans"] if span["name"] == "ai.toolCall")
+    if gone is None or len(ends) < 25:
+        return None
+    return gone - ends[24] / 1e9
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--latency-runs", type=int, default=3)
     args = parser.parse_args()
     corpus = [list(bodies(s)) for s in SCENARIOS]
     spans = _spans(corpus)
@@ -141,6 +196,24 @@ def main() -> None:
     print(f"  python -c pass     {s * 1000:8.1f} ms  (baseline)")
     print(f"  hook process       {k * 1000:8.1f} ms  (ratio {k / s:.1f}x the interpreter's start)")
     print(f"  in-process event   {i * 1000:8.2f} ms  (state file, replay of the turn so far, the new call)")
+    _latency_report(args.latency_runs)
+
+
+def _latency_report(runs: int) -> None:
+    if not (REPO / "tests" / "agents" / "vercel-ai" / "node_modules").exists():
+        print("stop latency: skipped (run .ci/install-agents for the Vercel agent's npm deps)")
+        return
+    found = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            latency = _stop_latency(Path(tmp))
+        if latency is not None:
+            found.append(latency)
+    if found:
+        print(f"stop latency, 25th call's end to the agent's group gone: median {statistics.median(found):.3f} s, "
+              f"max {max(found):.3f} s over {len(found)} runs (200 ms export interval)")
+    else:
+        print("stop latency: no run could be measured")
 
 
 if __name__ == "__main__":
