@@ -200,3 +200,34 @@ def test_the_serve_command(tmp_path: Path) -> None:
     assert (stop["plugin"], stop["code"], stop["at_call"]) == ("repeat_guard", "repeated_cycle", 25)
     traces = (tmp_path / "out" / "traces.jsonl").read_text()
     assert semconv.STOP_EVENT in traces
+
+
+def test_a_full_queue_answers_resource_exhausted_with_retry_info_over_grpc() -> None:
+    import grpc  # noqa: PLC0415
+    from google.rpc import error_details_pb2, status_pb2  # noqa: PLC0415
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc  # noqa: PLC0415
+
+    from otel_toolchain.receiver.grpc_server import OtlpGrpcServer  # noqa: PLC0415
+
+    release = threading.Event()
+    intake = Intake(_BlockedReceiver(release), None, max_queue=1)
+    server = OtlpGrpcServer(intake, "127.0.0.1", 0)
+    request = trace_service_pb2.ExportTraceServiceRequest.FromString(next(bodies("vercel-ai/healthy")).data)
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+    try:
+        stub.Export(request, timeout=10)
+        stub.Export(request, timeout=10)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Export(request, timeout=10)
+    finally:
+        release.set()
+        channel.close()
+        server.close()
+        intake.stop()
+    error = refused.value
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    details = dict(error.trailing_metadata())["grpc-status-details-bin"]  # type: ignore[attr-defined]
+    status = status_pb2.Status.FromString(details)
+    info = error_details_pb2.RetryInfo()
+    assert status.details[0].Unpack(info) and info.retry_delay.seconds == 1
