@@ -126,6 +126,10 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     manifest = _load_manifest(args.manifest)
     if args.telemetry:
+        if args.retries or args.log or args.harness != "auto":
+            print("otel-toolchain: --retries, --log and --harness read the output stream; not with --telemetry",
+                  file=sys.stderr)
+            return EXIT_USAGE
         try:
             return run_with_telemetry(command, manifest, grace_s=args.grace)
         except CannotRun as exc:
