@@ -9,7 +9,8 @@
     ├── CannotRun           ``otel-toolchain run`` could not start the command
     ├── LabelError          an ``analyze --labels`` file that cannot be read, or a bad row
     ├── MissingExtra        an input needs an optional dependency that is not installed (names the extra)
-    └── TurnStopped         raised into an agent whose turn a plugin stopped; carries the StopSignal
+    ├── TurnStopped         raised into an agent whose turn a plugin stopped; carries the StopSignal
+    └── BadRequest          an OTLP request the receiver cannot read (carries the HTTP status to answer)
 
 Nothing here is raised at span time unless a :class:`~otel_toolchain.Toolchain` runs ``strict``.
 Invalid arguments to constructors and functions raise ``ValueError`` as usual in Python.
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
     from otel_toolchain.signals import StopSignal
 
 __all__ = [
-    "CannotRun", "LabelError", "ManifestError", "MissingExtra", "PluginLoadError", "StreamError", "ToolchainError",
-    "TurnStopped",
+    "BadRequest", "CannotRun", "LabelError", "ManifestError", "MissingExtra", "PluginLoadError", "StreamError",
+    "ToolchainError", "TurnStopped",
 ]
 
 
@@ -67,3 +68,11 @@ class TurnStopped(ToolchainError):
     def __init__(self, signal: StopSignal) -> None:
         super().__init__(f"{signal.plugin}: {signal.reason}")
         self.signal = signal
+
+
+class BadRequest(ToolchainError):
+    """An OTLP request the receiver cannot read: bad encoding, bad body, too large. Names what and why."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status

@@ -73,6 +73,8 @@ RETRY_SPAN_NAME: Final = "otel_toolchain.retry"
 STOP_EVENT: Final = "otel_toolchain.turn.stop"
 SHADOW_STOP_EVENT: Final = "otel_toolchain.turn.stop.shadow"
 NUDGE_EVENT: Final = "otel_toolchain.turn.nudge"
+STOP_MARK_SPAN: Final = "otel_toolchain.turn.stopped"
+"""The span the OTLP receiver adds to an agent's own trace when it stops the turn (the turn span is not its to mark)."""
 TOOL_STATS_EVENT: Final = "otel_toolchain.tool_stats"
 
 

@@ -148,3 +148,33 @@ def _tool_message(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if isinstance(inner, dict) and "tool_call_id" in inner:
             return inner
     return value if "tool_call_id" in value and "content" in value else None
+
+
+# -- agents' own OTLP export, as the receiver reads it (tests/data/otlp/README.md) ----------------
+AI_TOOL_SPAN: Final = "ai.toolCall"
+"""The Vercel AI SDK's per-call span (every AI SDK agent, and OpenCode with its experimental flag)."""
+AI_TOOL_NAME: Final = "ai.toolCall.name"
+AI_TOOL_ID: Final = "ai.toolCall.id"
+AI_TOOL_ARGS: Final = "ai.toolCall.args"
+AI_TOOL_RESULT: Final = "ai.toolCall.result"
+CC_EXECUTION_SPAN: Final = "claude_code.tool.execution"
+CC_OUTPUT_EVENT: Final = "tool.output"
+CC_OUTPUT: Final = "output"
+CC_FULL_COMMAND: Final = "full_command"
+CC_ERROR_CLASS: Final = "error_class"
+CC_DETAIL_KEYS: Final = (CC_FULL_COMMAND, CC_FILE_PATH, "pattern", "url", "query", "mcp_server_name", "mcp_tool_name",
+                         "skill_name", "subagent_type")
+"""The tool-detail attributes on a ``claude_code.tool`` span (OTEL_LOG_TOOL_DETAILS) that say what was called."""
+CC_EVENTS_SCOPE: Final = "com.anthropic.claude_code.events"
+EVENT_NAME: Final = "event.name"
+SESSION_ID: Final = "session.id"
+CC_TOOL_RESULT_EVENT: Final = "tool_result"
+CC_TOOL_INPUT: Final = "tool_input"
+CC_SUCCESS: Final = "success"
+CC_ERROR_TYPE: Final = "error_type"
+CC_DURATION_MS: Final = "duration_ms"
+CODEX_TOOL_RESULT_EVENT: Final = "codex.tool_result"
+CODEX_CONVERSATION_ID: Final = "conversation.id"
+CODEX_CALL_ID: Final = "call_id"
+CODEX_ARGUMENTS: Final = "arguments"
+CODEX_OUTPUT: Final = "output"

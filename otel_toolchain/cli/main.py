@@ -16,8 +16,11 @@ from typing import TextIO
 
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.cli.analyze import register as register_analyze
+from otel_toolchain.cli.hook import register as register_hooks
 from otel_toolchain.cli.replay import Progress, format_outcome, replay_path
+from otel_toolchain.cli.serve import register as register_serve
 from otel_toolchain.cli.show import render_turns, turns_from_otlp_file
+from otel_toolchain.cli.telemetry import run_with_telemetry
 from otel_toolchain.errors import CannotRun, StreamError, ToolchainError
 from otel_toolchain.export.pipeline import Pipeline, build_pipeline
 from otel_toolchain.harnesses.detect import HARNESSES
@@ -122,6 +125,16 @@ def _run(args: argparse.Namespace) -> int:
         print("otel-toolchain: run needs a command after --", file=sys.stderr)
         return EXIT_USAGE
     manifest = _load_manifest(args.manifest)
+    if args.telemetry:
+        if args.retries or args.log or args.harness != "auto":
+            print("otel-toolchain: --retries, --log and --harness read the output stream; not with --telemetry",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            return run_with_telemetry(command, manifest, grace_s=args.grace)
+        except CannotRun as exc:
+            print(f"otel-toolchain: {exc}", file=sys.stderr)
+            return EXIT_NOT_FOUND
     pipeline, _chain, recorder = start_telemetry(manifest)
     try:
         result = run_harness(command, recorder, harness=args.harness, retries=args.retries,
@@ -205,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retries", type=_non_negative(int), default=0, help="rerun a stopped command up to N times")
     run.add_argument("--log", help="append the harness's standard output to this file too")
     run.add_argument("--grace", type=_non_negative(float), default=3.0, help="seconds between SIGTERM and SIGKILL")
+    run.add_argument("--telemetry", action="store_true", help="guard the command through its own OTLP export "
+                     "(a receiver on a loopback port; the command keeps the terminal) instead of its output stream")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
     run.set_defaults(handler=_run)
 
@@ -214,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(handler=_show)
 
     register_analyze(commands)
+    register_serve(commands)
+    register_hooks(commands)
     return parser
 
 

@@ -45,7 +45,7 @@ from otel_toolchain import semconv
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.otlp_json import JsonLinesLogExporter, JsonLinesMetricExporter, JsonLinesSpanExporter
 
-__all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir"]
+__all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir", "signal_endpoint"]
 
 OUTPUT_DIR_ENV: Final = "OTEL_TOOLCHAIN_OUTPUT_DIR"
 _ENDPOINT_VARS: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -205,6 +205,11 @@ def _signal_endpoint(signal: str, settings: ExportSettings, environ: Mapping[str
         return per_signal  # the spec: a per-signal endpoint is used as it is
     base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     return base.rstrip("/") + path if base else None
+
+
+def signal_endpoint(signal: str, settings: ExportSettings, environ: Mapping[str, str], *, http: bool) -> str | None:
+    """Where one signal is exported to, as the pipeline resolves it (None: no endpoint is set)."""
+    return _signal_endpoint(signal, settings, environ, http=http)
 
 
 def _otlp_exporters(settings: ExportSettings, environ: Mapping[str, str], protocol: str) -> tuple[Any, Any, Any]:

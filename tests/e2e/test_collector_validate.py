@@ -32,8 +32,9 @@ def run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
                           stdin=subprocess.DEVNULL)
 
 
-def test_there_are_three_collector_configs() -> None:
-    assert COLLECTOR_CONFIGS == ["otelcol-agent.yaml", "otelcol-loadbalancer.yaml", "otelcol-sampler.yaml"]
+def test_there_are_four_collector_configs() -> None:
+    assert COLLECTOR_CONFIGS == ["otelcol-agent.yaml", "otelcol-loadbalancer.yaml", "otelcol-sampler.yaml",
+                                 "otelcol-serve-balancer.yaml"]
 
 
 @pytest.mark.parametrize("name", COLLECTOR_CONFIGS)

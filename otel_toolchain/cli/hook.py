@@ -1,0 +1,141 @@
+"""``otel-toolchain hook claude-code`` (the hook command) and ``otel-toolchain hooks install|uninstall``.
+
+The hook reads one event as JSON on standard input and prints its answer (see
+:mod:`otel_toolchain.hooks.claude_code`); it exits 0 whatever the chain says. Bad input is reported
+on standard error with exit 1, which Claude Code records and otherwise ignores (a hook must never
+end a session by crashing). A stop is also exported as a span (``otel_toolchain.turn.stopped``) in
+the trace whose id is the session id, as the run's ``[export]`` / ``OTEL_*`` settings say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from otel_toolchain import semconv
+from otel_toolchain.chain import stop_event_attributes
+from otel_toolchain.errors import ToolchainError
+from otel_toolchain.export.pipeline import build_pipeline, default_output_dir
+from otel_toolchain.hooks import settings
+from otel_toolchain.hooks.claude_code import answer_json, handle_event, trace_id_of
+from otel_toolchain.hooks.state import remove_stale
+from otel_toolchain.manifest import Manifest
+from otel_toolchain.signals import StopSignal
+
+__all__ = ["hook_command", "register"]
+
+STATE_DIR_ENV = "OTEL_TOOLCHAIN_HOOK_STATE_DIR"
+
+
+def _state_root() -> Path:
+    configured = os.environ.get(STATE_DIR_ENV)
+    return Path(configured) if configured else default_output_dir(os.environ) / "claude-code-sessions"
+
+
+def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
+    from opentelemetry.trace import (  # noqa: PLC0415 (only on a stop)
+        NonRecordingSpan,
+        SpanContext,
+        Status,
+        StatusCode,
+        TraceFlags,
+        set_span_in_context,
+    )
+
+    pipeline = build_pipeline(manifest.export)
+    parent = SpanContext(trace_id_of(session), stop.span_id or 1, is_remote=True,
+                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    span = pipeline.tracer_provider.get_tracer("otel_toolchain.hook").start_span(
+        semconv.STOP_MARK_SPAN, context=set_span_in_context(NonRecordingSpan(parent)),
+        attributes={semconv.HARNESS: "claude-code", semconv.GEN_AI_CONVERSATION_ID: session})
+    span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_PLUGIN_PREFIX + stop.plugin)
+    span.add_event(semconv.STOP_EVENT, stop_event_attributes(stop))
+    span.set_status(Status(StatusCode.ERROR, stop.reason))
+    span.end()
+    pipeline.shutdown(timeout_s=3.0)
+
+
+def _hook(args: argparse.Namespace) -> int:
+    manifest = Manifest.load(args.manifest) if args.manifest else Manifest.default()
+    raw = sys.stdin.read()
+    try:
+        payload: Any = json.loads(raw)
+    except ValueError as exc:
+        print(f"otel-toolchain hook: standard input is not JSON ({exc}); the call was not checked", file=sys.stderr)
+        return 1
+    if not isinstance(payload, dict):
+        print("otel-toolchain hook: standard input is not a JSON object; the call was not checked", file=sys.stderr)
+        return 1
+    root = _state_root()
+    try:
+        answer = handle_event(payload, manifest, root)
+    except (ToolchainError, OSError) as exc:
+        print(f"otel-toolchain hook: {exc}; the call was not checked", file=sys.stderr)
+        return 1
+    line = answer_json(answer)
+    if line:
+        print(line, flush=True)
+    if answer.stop is not None:
+        _export_stop(manifest, answer.stop, str(payload["session_id"]))
+    if payload.get("hook_event_name") == "SessionEnd":
+        remove_stale(root)
+    return 0
+
+
+def hook_command(manifest: str | None) -> str:
+    """The command line settings.json gets: this installation's executable, absolute."""
+    program = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0].endswith("otel-toolchain") else None
+    base = [str(program)] if program is not None else [sys.executable, "-m", "otel_toolchain"]
+    extra = ["--manifest", str(Path(manifest).resolve())] if manifest else []
+    return shlex.join([*base, "hook", "claude-code", *extra])
+
+
+def _hooks(args: argparse.Namespace) -> int:
+    path = settings.settings_path(args.scope, Path.cwd(), Path.home(), os.environ.get("CLAUDE_CONFIG_DIR"))
+    if args.action == "install":
+        if args.manifest:
+            Manifest.load(args.manifest)  # a bad manifest fails here, not on every call of the session
+        command = hook_command(args.manifest)
+        settings.install(path, command)
+        print(f"otel-toolchain: added the hook to {path} ({', '.join(settings.HOOK_EVENTS)}): {command}")
+    elif settings.uninstall(path):
+        print(f"otel-toolchain: removed the hook from {path}")
+    else:
+        print(f"otel-toolchain: no otel-toolchain hook in {path}")
+    return 0
+
+
+def _hook_arguments(hook: argparse.ArgumentParser) -> None:
+    hook.add_argument("agent", choices=("claude-code",))
+    hook.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
+    hook.set_defaults(handler=_hook)
+
+
+def hook_main(argv: list[str]) -> int:
+    """``otel-toolchain hook …`` without the rest of the command line (it runs on every tool call)."""
+    parser = argparse.ArgumentParser(prog="otel-toolchain hook", description=__doc__.splitlines()[0])
+    _hook_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return _hook(args)
+    except ToolchainError as exc:  # a bad manifest: said on stderr, the session goes on
+        print(f"otel-toolchain hook: {exc}", file=sys.stderr)
+        return 1
+
+
+def register(commands: Any) -> None:
+    """Add ``hook`` and ``hooks`` to the command line's subcommands."""
+    _hook_arguments(commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on "
+                                        "stdin)"))
+    hooks = commands.add_parser("hooks", help="add the hook to an agent's settings, or remove it")
+    hooks.add_argument("action", choices=("install", "uninstall"))
+    hooks.add_argument("agent", choices=("claude-code",))
+    hooks.add_argument("--scope", choices=("project", "user"), default="project",
+                       help="project: ./.claude/settings.json (default); user: ~/.claude/settings.json")
+    hooks.add_argument("--manifest", help="the manifest the installed hook runs with")
+    hooks.set_defaults(handler=_hooks)

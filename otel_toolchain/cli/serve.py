@@ -1,0 +1,159 @@
+"""``otel-toolchain serve``: a local OTLP receiver guarding whatever agent exports to it.
+
+The chain runs on the calls the receiver reads (see :mod:`otel_toolchain.receiver`); what arrives
+is forwarded unchanged, with the chain's own telemetry, to the configured export. A stop prints one
+line on standard error, reaches ``on_stop`` listeners and, with ``--on-stop CMD``, runs ``CMD``
+through the shell with the StopSignal as JSON on its standard input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from otel_toolchain.errors import ToolchainError
+from otel_toolchain.export.pipeline import Pipeline
+from otel_toolchain.manifest import Manifest
+from otel_toolchain.receiver.core import Receiver
+from otel_toolchain.receiver.forward import Forwarder, forwarder_for
+from otel_toolchain.receiver.grpc_server import OtlpGrpcServer
+from otel_toolchain.receiver.http_server import OtlpHttpServer
+from otel_toolchain.receiver.intake import Intake
+from otel_toolchain.signals import StopSignal
+
+__all__ = ["Guard", "parse_address", "register", "start_guard", "stop_line"]
+
+ON_STOP_TIMEOUT_S = 60.0
+
+
+def parse_address(text: str, default_port: int) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``HOST``, or ``:PORT``) as a pair; raises argparse's error on a bad one."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = text, str(default_port)
+    try:
+        number = int(port)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r}") from exc
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {text!r}")
+    return host or "127.0.0.1", number
+
+
+def stop_line(stop: StopSignal) -> str:
+    """The one stderr line of a stop (as stream mode prints it)."""
+    cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+    return (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}; "
+            f"trace {stop.trace_id:032x}")
+
+
+@dataclass
+class Guard:
+    """A running receiver: the export pipeline, the chain, the servers. ``close`` once, at the end."""
+
+    pipeline: Pipeline
+    receiver: Receiver
+    intake: Intake
+    forwarder: Forwarder
+    http: OtlpHttpServer
+    grpc: OtlpGrpcServer | None
+    commands: list[threading.Thread]
+    """The ``--on-stop`` commands started; ``close`` waits for them."""
+
+    def close(self) -> None:
+        """Stop the servers, handle what was accepted, close every turn, flush export. Blocks."""
+        self.http.close()
+        if self.grpc is not None:
+            self.grpc.close()
+        self.intake.stop()
+        self.forwarder.close()
+        for command in self.commands:
+            command.join(ON_STOP_TIMEOUT_S)
+
+
+def _run_on_stop(command: str, stop: StopSignal) -> None:
+    try:
+        subprocess.run(command, shell=True, input=json.dumps(stop.to_dict()).encode(),
+                       timeout=ON_STOP_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"otel-toolchain: --on-stop command failed: {exc}", file=sys.stderr, flush=True)
+
+
+def start_guard(manifest: Manifest, listen: tuple[str, int], grpc_address: tuple[str, int] | None,
+                on_stop_command: str | None = None, *, idle_s: float = 300.0, quiet: bool = False) -> Guard:
+    """Start the pipeline, the chain, the receiver and its servers; raises ToolchainError when it cannot listen."""
+    from otel_toolchain.cli.main import start_telemetry  # noqa: PLC0415 (main registers this module)
+
+    pipeline, chain, _recorder = start_telemetry(manifest)
+    forwarder = forwarder_for(manifest.export, os.environ, pipeline.output_dir)
+    if f"{listen[0]}:{listen[1]}" in forwarder.destination and listen[1] != 0:
+        raise ToolchainError(f"the export goes to the receiver itself ({forwarder.destination}): it would loop; "
+                             "point OTEL_EXPORTER_OTLP_ENDPOINT or [export] elsewhere")
+    receiver = Receiver(chain, pipeline.tracer_provider, idle_s=idle_s)
+    commands: list[threading.Thread] = []
+
+    def on_stop(stop: StopSignal) -> None:
+        if not quiet:
+            print(stop_line(stop), file=sys.stderr, flush=True)
+        if on_stop_command:
+            command = threading.Thread(target=_run_on_stop, args=(on_stop_command, stop), daemon=True)
+            commands.append(command)
+            command.start()
+
+    chain.on_stop(on_stop)
+    intake = Intake(receiver, forwarder)
+    try:
+        http = OtlpHttpServer(intake, *listen)
+        grpc_server = OtlpGrpcServer(intake, *grpc_address) if grpc_address is not None else None
+    except OSError as exc:
+        intake.stop()
+        forwarder.close()
+        raise ToolchainError(f"cannot listen on {listen[0]}:{listen[1]}: {exc.strerror or exc}") from exc
+    return Guard(pipeline, receiver, intake, forwarder, http, grpc_server, commands)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from otel_toolchain.cli.main import _load_manifest, finish_telemetry  # noqa: PLC0415
+
+    guard = start_guard(_load_manifest(args.manifest), args.listen, args.grpc, args.on_stop, idle_s=args.idle)
+    grpc_text = f" and OTLP/gRPC on {guard.grpc.host}:{guard.grpc.port}" if guard.grpc else ""
+    print(f"otel-toolchain: receiving OTLP/HTTP on {guard.http.endpoint}{grpc_text}; forwarding to "
+          f"{guard.forwarder.destination}", file=sys.stderr, flush=True)
+    done = threading.Event()
+
+    def end(signo: int, frame: FrameType | None) -> None:
+        done.set()
+
+    previous: dict[int, Any] = {s: signal.signal(s, end) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        done.wait()
+    finally:
+        for signo, handler in previous.items():
+            signal.signal(signo, handler)
+        guard.close()
+        finish_telemetry(guard.pipeline)
+    return 0
+
+
+def register(commands: Any) -> None:
+    """Add ``serve`` to the command line's subcommands."""
+    serve = commands.add_parser("serve", help="receive agents' own OTLP, run the chain on their tool calls, "
+                                "forward everything", description=__doc__.splitlines()[0])
+    serve.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
+    serve.add_argument("--listen", type=lambda t: parse_address(t, 4318), default=("127.0.0.1", 4318),
+                       metavar="HOST:PORT", help="OTLP/HTTP address (default 127.0.0.1:4318)")
+    serve.add_argument("--grpc", type=lambda t: parse_address(t, 4317), default=None, metavar="HOST:PORT",
+                       help="also receive OTLP/gRPC here (e.g. 127.0.0.1:4317)")
+    serve.add_argument("--on-stop", metavar="CMD", help="run CMD (through the shell) with the StopSignal JSON "
+                       "on its standard input at every stop")
+    serve.add_argument("--idle", type=float, default=300.0, metavar="SECONDS",
+                       help="close a turn whose turn span never came after this long without news (default 300)")
+    serve.set_defaults(handler=_serve)
