@@ -27,7 +27,9 @@ ALLOWED = {
     "harnesses": set(),
     "integrations": {"manifest"},
     "analyze": {"harnesses", "plugins", "manifest"},
-    "cli": {"analyze", "export", "harnesses", "manifest", "plugins", "integrations"},
+    "receiver": {"export", "harnesses"},
+    "hooks": {"manifest"},
+    "cli": {"analyze", "export", "harnesses", "hooks", "integrations", "manifest", "plugins", "receiver"},
     "__main__": {"cli"},
 }
 # Parts that may not even import the core, beyond these modules.
