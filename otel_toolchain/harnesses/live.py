@@ -7,12 +7,20 @@ group gets SIGTERM, then SIGKILL after ``grace`` seconds; ``run`` prints one lin
 error naming the plugin, the reason and the cycle, and exits 75 (EX_TEMPFAIL: a stopped turn is
 a retryable failure). SIGINT and SIGTERM sent to ``run`` are forwarded to the group, with the
 same escalation; the turn is closed and exported either way. No process of the group is left.
+
+The harness runs under :mod:`~otel_toolchain.harnesses.supervisor` (a small process that is the
+group's leader and, on Linux, its child subreaper): if ``run`` itself is killed, even by SIGKILL,
+the supervisor ends every process of the harness; a process the harness detached (``setsid``, a
+double fork) is ended too, at a stop and at exit. A line is read at most ``MAX_LINE_BYTES`` at a
+time: a longer one is passed through and logged whole but recorded as one bad line, so output
+without newlines costs bounded memory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +35,7 @@ from typing import IO, Final
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otel_toolchain.errors import CannotRun, StreamError
+from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
@@ -34,9 +43,12 @@ from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.signals import StopSignal
 
-__all__ = ["EXIT_STOPPED", "RunResult", "run_harness"]
+__all__ = ["EXIT_STOPPED", "MAX_LINE_BYTES", "RunResult", "run_harness"]
 
 EXIT_STOPPED: Final = 75
+MAX_LINE_BYTES: Final = 8 * 1024 * 1024
+"""The longest line recorded; a longer one is passed through and counted as a bad line."""
+_HEAD_OF_LONG_LINE: Final = 256
 
 
 @dataclass
@@ -69,6 +81,11 @@ class _Group:
         return True
 
     def send(self, signo: int) -> None:
+        if signo == signal.SIGKILL:  # the supervisor dies with the group: end what left it first
+            for pid, pgid in supervisor.descendants(self.process.pid):
+                if pgid != self.pgid:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
         try:
             os.killpg(self.pgid, signo)
         except ProcessLookupError:
@@ -123,10 +140,25 @@ class _Attempt:
 
     def run(self, group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
         """Run the command to its end; whatever happens here, the group is ended and the turn closed."""
+        _check_runnable(self.command[0])
+        # The supervisor watches the read end; this process holds the only write end, so the
+        # pipe reads end-of-file exactly when this process is gone, however it went.
+        watch_read, watch_write = os.pipe()
         try:
-            process = subprocess.Popen(list(self.command), stdout=subprocess.PIPE, start_new_session=True)
+            process = subprocess.Popen(
+                supervisor.command_line(self.command, watch_fd=watch_read, grace_s=self.grace_s),
+                stdout=subprocess.PIPE, start_new_session=True, pass_fds=(watch_read,))
         except OSError as exc:
+            os.close(watch_write)
             raise CannotRun(f"cannot run {self.command[0]!r}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(watch_read)
+        try:
+            return self._watch(process, group_holder)
+        finally:
+            os.close(watch_write)
+
+    def _watch(self, process: subprocess.Popen[bytes], group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
         group = self._group = _Group(process, self.grace_s)
         group_holder[:] = [group]
         assert process.stdout is not None
@@ -147,10 +179,14 @@ class _Attempt:
 
     def _read(self, stdout: IO[bytes], group: _Group) -> None:
         head: list[str] = []
-        for line_no, raw in enumerate(iter(stdout.readline, b""), 1):
+        for line_no, raw in enumerate(iter(lambda: stdout.readline(MAX_LINE_BYTES), b""), 1):
             self._line_time = time.monotonic()
             self._pass_through(raw)
-            text = raw.decode("utf-8", "replace")
+            recorded = raw
+            if len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                self._skip_rest_of_line(stdout)
+                recorded = raw[:_HEAD_OF_LONG_LINE]  # what the reader gets cannot parse: a counted bad line
+            text = recorded.decode("utf-8", "replace")
             if self._reader is None:
                 head.append(text)
                 self._reader, self._writer = self._start_reading(head, group)
@@ -158,6 +194,13 @@ class _Attempt:
                     self._feed(earlier, number)
                 continue
             self._feed(text, line_no)
+
+    def _skip_rest_of_line(self, stdout: IO[bytes]) -> None:
+        """Pass the rest of an over-long line through, a bounded chunk at a time."""
+        while chunk := stdout.readline(MAX_LINE_BYTES):
+            self._pass_through(chunk)
+            if chunk.endswith(b"\n"):
+                return
 
     def _end_stragglers(self, group: _Group) -> None:
         """Once the harness has exited, end what it left in its group holding standard output open."""
@@ -260,7 +303,7 @@ def run_harness(
             group_holder[0].send(signo)
 
     try:
-        log = log_path.open("ab") if log_path is not None else None
+        log = _open_private(log_path) if log_path is not None else None
     except OSError as exc:
         raise CannotRun(f"cannot open the log {str(log_path)!r}: {exc.strerror or exc}") from exc
     previous = {signo: signal.signal(signo, forward) for signo in (signal.SIGINT, signal.SIGTERM)}
@@ -289,6 +332,20 @@ def run_harness(
             with contextlib.suppress(OSError):  # already reported when a write failed
                 log.close()
     return result
+
+
+def _open_private(path: Path) -> IO[bytes]:
+    """Open the log for appending; a new one is created 0600 (it holds full tool arguments and results)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
+def _check_runnable(program: str) -> None:
+    """Raise CannotRun, as starting it would, when ``program`` cannot be executed (the supervisor runs it)."""
+    if shutil.which(program) is not None:
+        return
+    exists = os.path.exists(program) if os.sep in program else False
+    reason = "Permission denied" if exists else "No such file or directory"
+    raise CannotRun(f"cannot run {program!r}: {reason}")
 
 
 def _stop_line(stop: StopSignal) -> str:
