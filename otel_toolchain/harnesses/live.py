@@ -11,8 +11,8 @@ same escalation; the turn is closed and exported either way. No process of the g
 The harness runs under :mod:`~otel_toolchain.harnesses.supervisor` (a small process that is the
 group's leader and, on Linux, its child subreaper): if ``run`` itself is killed, even by SIGKILL,
 the supervisor ends every process of the harness; a process the harness detached (``setsid``, a
-double fork) is ended too, at a stop and at exit. A line is read at most ``MAX_LINE_BYTES`` at a
-time: a longer one is passed through and logged whole but recorded as one bad line, so output
+double fork) is ended too, at a stop and at exit. A line is held up to ``MAX_LINE_BYTES`` (read
+1 MiB at a time): a longer one is passed through and logged whole but recorded as one bad line, so output
 without newlines costs bounded memory.
 """
 
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -46,8 +46,10 @@ from otel_toolchain.signals import StopSignal
 __all__ = ["EXIT_STOPPED", "MAX_LINE_BYTES", "RunResult", "run_harness"]
 
 EXIT_STOPPED: Final = 75
-MAX_LINE_BYTES: Final = 8 * 1024 * 1024
-"""The longest line recorded; a longer one is passed through and counted as a bad line."""
+MAX_LINE_BYTES: Final = 64 << 20
+"""The longest line recorded (as the hardened line decoder's); a longer one is passed through and
+counted as a bad line."""
+_PIECE_BYTES: Final = 1 << 20
 _HEAD_OF_LONG_LINE: Final = 256
 
 
@@ -120,7 +122,8 @@ class _Attempt:
     """One run of the command: its lines, its reader and its spans."""
 
     def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
-                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link]) -> None:
+                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link],
+                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.command = command
         self.recorder = recorder
         self.harness = harness
@@ -129,6 +132,7 @@ class _Attempt:
         self.out = out
         self.grace_s = grace_s
         self.links = links
+        self.max_line_bytes = max_line_bytes
         self.stop: StopSignal | None = None
         self.latencies: list[float] = []
         self._line_time = 0.0
@@ -179,14 +183,9 @@ class _Attempt:
 
     def _read(self, stdout: IO[bytes], group: _Group) -> None:
         head: list[str] = []
-        for line_no, raw in enumerate(iter(lambda: stdout.readline(MAX_LINE_BYTES), b""), 1):
+        for line_no, raw in enumerate(self._lines(stdout), 1):
             self._line_time = time.monotonic()
-            self._pass_through(raw)
-            recorded = raw
-            if len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                self._skip_rest_of_line(stdout)
-                recorded = raw[:_HEAD_OF_LONG_LINE]  # what the reader gets cannot parse: a counted bad line
-            text = recorded.decode("utf-8", "replace")
+            text = raw.decode("utf-8", "replace")
             if self._reader is None:
                 head.append(text)
                 self._reader, self._writer = self._start_reading(head, group)
@@ -195,12 +194,30 @@ class _Attempt:
                 continue
             self._feed(text, line_no)
 
-    def _skip_rest_of_line(self, stdout: IO[bytes]) -> None:
-        """Pass the rest of an over-long line through, a bounded chunk at a time."""
-        while chunk := stdout.readline(MAX_LINE_BYTES):
-            self._pass_through(chunk)
-            if chunk.endswith(b"\n"):
-                return
+    def _lines(self, stdout: IO[bytes]) -> Iterator[bytes]:
+        """Each line, its pieces passed through as they arrive; a line over the limit as its first bytes.
+
+        At most ``max_line_bytes`` plus one piece is held, whatever the output: what is left of
+        an over-long line is passed through and dropped, and its first bytes (which cannot parse)
+        make it a counted bad line.
+        """
+        parts: list[bytes] = []
+        held, long_head = 0, b""
+        while piece := stdout.readline(_PIECE_BYTES):
+            self._pass_through(piece)
+            if long_head:
+                pass
+            elif held + len(piece) > self.max_line_bytes:
+                long_head = ((parts[0] if parts else piece)[:_HEAD_OF_LONG_LINE]) or b"\0"
+                parts, held = [], 0
+            else:
+                parts.append(piece)
+                held += len(piece)
+            if piece.endswith(b"\n"):
+                yield long_head or b"".join(parts)
+                parts, held, long_head = [], 0, b""
+        if parts or long_head:
+            yield long_head or b"".join(parts)
 
     def _end_stragglers(self, group: _Group) -> None:
         """Once the harness has exited, end what it left in its group holding standard output open."""
@@ -280,18 +297,19 @@ def run_harness(
     grace_s: float = 3.0,
     strict: bool = False,
     out: IO[bytes] | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> RunResult:
     """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
 
     Raises:
         CannotRun: the command could not be started, or the log could not be opened.
-        ValueError: ``retries`` or ``grace_s`` is negative.
+        ValueError: ``retries`` or ``grace_s`` is negative, or ``max_line_bytes`` below 1.
 
     Must be called from the main thread (it installs SIGINT and SIGTERM handlers for the run and
     restores the previous ones). Blocks until every attempt has ended.
     """
-    if retries < 0 or grace_s < 0:
-        raise ValueError("retries and grace_s must not be negative")
+    if retries < 0 or grace_s < 0 or max_line_bytes < 1:
+        raise ValueError("retries and grace_s must not be negative, max_line_bytes must be positive")
     out = out if out is not None else sys.stdout.buffer
     result = RunResult(exit_code=0)
     group_holder: list[_Group] = []
@@ -311,7 +329,7 @@ def run_harness(
     try:
         for _attempt in range(retries + 1):
             attempt = _Attempt(command, recorder, harness=harness, strict=strict, log=log, out=out,
-                               grace_s=grace_s, links=links)
+                               grace_s=grace_s, links=links, max_line_bytes=max_line_bytes)
             code, outcomes = attempt.run(group_holder)
             result.outcomes.extend(outcomes)
             result.stop_latencies_s.extend(attempt.latencies)
