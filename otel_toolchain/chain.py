@@ -150,6 +150,7 @@ class Toolchain(SpanProcessor, TurnSink):
                 evicted.append(self._open.popitem(last=False)[1])
         for old in evicted:
             old.evicted = True
+            old.span = old.observer = None  # kept as a tombstone by the span path: hold nothing big
             old.drop_states()
             self._spans.drop_turn(old.key)
         if evicted:
