@@ -10,7 +10,8 @@ new process group; the supervisor starts the command in that group and:
   included), the pipe reads end-of-file and the supervisor ends every descendant, SIGTERM then
   SIGKILL after the grace period, and exits;
 - forwards SIGTERM, SIGINT and SIGHUP (which reach it with the group) to the descendants that
-  left the group, and once the command has exited ends whatever of it is still alive.
+  left the group, and once the command has exited gives what is left of it the grace period to
+  finish, then SIGKILLs it.
 
 Elsewhere than Linux there is no subreaper nor ``/proc``: the supervisor warns once on standard
 error and ends its own process group only; a detached descendant may then survive.
@@ -106,16 +107,20 @@ class _Supervisor:
         """A signal the group got: pass it on to the descendants that left the group."""
         _signal_all(self.detached(), signo)
 
-    def end_everything(self) -> None:
-        """SIGTERM every descendant, SIGKILL what is left after the grace period; reap them all."""
+    def end_everything(self, *, terminate: bool) -> None:
+        """End every descendant and reap them all: SIGKILL what is left after the grace period.
+
+        ``terminate``: send SIGTERM first (``run`` is gone); otherwise (the command exited) the
+        descendants get the grace period to finish on their own, as ``run`` gave them before.
+        """
         with self._lock:
+            has_proc = os.path.isdir("/proc")
             alive = [pid for pid, _ in descendants(self.me)]
-            if not alive and os.path.isdir("/proc"):
-                return
-            if not os.path.isdir("/proc"):  # no way to see detached ones: the group is what we know
+            if not has_proc and terminate:  # no way to see detached ones: the group is what we know
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.group, signal.SIGTERM)
-            _signal_all(alive, signal.SIGTERM)
+            if terminate:
+                _signal_all(alive, signal.SIGTERM)
             deadline = time.monotonic() + self.grace_s
             while alive and time.monotonic() < deadline:
                 self._record(_reap())
@@ -137,7 +142,7 @@ class _Supervisor:
         with contextlib.suppress(OSError):
             while os.read(fd, 4096):
                 pass
-        self.end_everything()
+        self.end_everything(terminate=True)
         os._exit(_exit_code(self.agent_code if self.agent_code is not None else -signal.SIGKILL))
 
     def wait_for_agent(self) -> int:
@@ -187,7 +192,7 @@ def main(argv: Sequence[str]) -> int:
         return 127
     threading.Thread(target=supervisor.watch, args=(watch_fd,), daemon=True).start()
     code = supervisor.wait_for_agent()
-    supervisor.end_everything()
+    supervisor.end_everything(terminate=False)
     return _exit_code(code)
 
 
