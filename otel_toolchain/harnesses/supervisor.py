@@ -56,11 +56,15 @@ def descendants(root: int) -> list[tuple[int, int]]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = Path(entry.path, "stat").read_text()
+            fd = os.open(entry.path + "/stat", os.O_RDONLY)
+            try:
+                stat = os.read(fd, 4096)
+            finally:
+                os.close(fd)
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # the command name may hold spaces and ")"
-        if fields[0] == "Z":
+        fields = stat[stat.rindex(b")") + 2:].split()  # the command name may hold spaces and ")"
+        if fields[0] == b"Z":
             continue
         children.setdefault(int(fields[1]), []).append((int(entry.name), int(fields[2])))
     found: list[tuple[int, int]] = []
@@ -76,6 +80,18 @@ def _signal_all(pids: Sequence[int], signo: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signo)
+
+
+def _has_children() -> bool:
+    """Whether any child (live or not yet reaped) is left: as a subreaper, every live descendant
+    has an ancestor among our children, so none means there is nothing to end."""
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    if pid != 0:  # one exited just now: reaped here, so look again
+        return _has_children()
+    return True
 
 
 def _reap() -> dict[int, int]:
@@ -104,8 +120,12 @@ class _Supervisor:
         return [pid for pid, pgid in descendants(self.me) if pgid != self.group]
 
     def forward(self, signo: int, _frame: object) -> None:
-        """A signal the group got: pass it on to the descendants that left the group."""
-        _signal_all(self.detached(), signo)
+        """A signal the group got: pass it on to the descendants that left the group.
+
+        On a thread: reading ``/proc`` takes milliseconds, and the handler must not hold up the
+        main thread, whose exit is what tells ``run`` that the group is gone.
+        """
+        threading.Thread(target=lambda: _signal_all(self.detached(), signo), daemon=True).start()
 
     def end_everything(self, *, terminate: bool) -> None:
         """End every descendant and reap them all: SIGKILL what is left after the grace period.
@@ -114,6 +134,8 @@ class _Supervisor:
         descendants get the grace period to finish on their own, as ``run`` gave them before.
         """
         with self._lock:
+            if not terminate and not _has_children():
+                return  # the usual end: no descendant can be left without a child of ours
             has_proc = os.path.isdir("/proc")
             alive = [pid for pid, _ in descendants(self.me)]
             if not has_proc and terminate:  # no way to see detached ones: the group is what we know
@@ -197,4 +219,6 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    _code = main(sys.argv[1:])
+    sys.stderr.flush()
+    os._exit(_code)  # no interpreter teardown: the group is gone the moment the work is done
