@@ -114,6 +114,7 @@ class _Supervisor:
         self.group = os.getpgrp()
         self.agent_code: int | None = None
         self.agent_pid = 0
+        self.agent: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
     def detached(self) -> list[int]:
@@ -208,7 +209,10 @@ def main(argv: Sequence[str]) -> int:
     for signo in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signo, supervisor.forward)
     try:
-        supervisor.agent_pid = subprocess.Popen(command).pid
+        # Keep the Popen referenced: its finaliser would reap the command (and lose its exit
+        # code) before the wait below when the command is quick.
+        supervisor.agent = subprocess.Popen(command)
+        supervisor.agent_pid = supervisor.agent.pid
     except OSError as exc:
         print(f"otel-toolchain: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr, flush=True)
         return 127
