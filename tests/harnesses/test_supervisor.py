@@ -9,10 +9,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from opentelemetry.sdk.trace import TracerProvider
+
 from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses.live import run_harness
 from otel_toolchain.recorder import AgentRecorder
-from otel_toolchain.testing import Capture
 
 FOLDER = supervisor.__file__.rsplit("/", 1)[0]
 
@@ -35,7 +36,7 @@ def test_the_command_line_runs_the_supervisor_isolated() -> None:
 
 def test_a_command_that_exits_at_once_keeps_its_exit_code_through_the_supervisor() -> None:
     """A quick command's exit status is the supervisor's to collect, not lost to a finaliser."""
-    recorder = AgentRecorder(Capture().tracer_provider)
+    recorder = AgentRecorder(TracerProvider())
     codes = [run_harness(["sh", "-c", f"exit {code}"], recorder, harness="none").exit_code for code in (4, 0, 1)]
     assert codes == [4, 0, 1]
     assert run_harness(["sh", "-c", "kill -TERM $$"], recorder, harness="none").exit_code == 128 + 15
