@@ -7,9 +7,11 @@ A turn is opened with :meth:`Toolchain.open_turn` and ended with :meth:`Toolchai
 
 Span time is quiet: every call into plugin, listener or observer code is guarded, logged once
 per plugin and counted, so a plugin that raises never reaches the agent, never stops the plugins
-after it and never keeps a span from the exporters. The guard catches every exception but
-``KeyboardInterrupt``, which is the user's and goes through (the turn stays consistent: its
-call is counted, its later plugins are skipped). ``strict=True`` re-raises everything, for tests.
+after it and never keeps a span from the exporters. The guard contains every ``BaseException``
+(``SystemExit``, ``GeneratorExit`` and custom subclasses included) but ``KeyboardInterrupt``,
+which is the user's and goes through (the turn stays consistent: its call is counted, its later
+plugins are skipped, and a turn being closed is closed and freed). ``strict=True`` re-raises
+everything, for tests.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ class Toolchain(SpanProcessor, TurnSink):
     their own otherwise, with none of the turn's history).
 
     Listeners (``on_stop``, ``on_nudge``, ``on_report``) and a turn's observer run synchronously on
-    the thread that handed in the call that triggered them; they must not block for long.
+    the thread that handed in the call that triggered them, which is the agent's own thread: a
+    listener that sleeps or waits on I/O blocks the agent for that long. Hand slow work to a
+    thread or queue of your own.
     """
 
     def __init__(
@@ -124,7 +128,12 @@ class Toolchain(SpanProcessor, TurnSink):
             self._guarded(plugin.name, "setup", plugin.setup, telemetry)
 
     def on_stop(self, listener: Callable[[StopSignal], object]) -> None:
-        """Call ``listener`` once per stopped turn with its StopSignal (not for shadow verdicts)."""
+        """Call ``listener`` once per stopped turn with its StopSignal (not for shadow verdicts).
+
+        The listener runs on the agent's thread, inside the call that completed the stop: it
+        must not block (a listener that sleeps delays the agent by as much). What it raises is
+        contained like a plugin's.
+        """
         self._stop_listeners.append(listener)
 
     def on_nudge(self, listener: Callable[[NudgeSignal], object]) -> None:
@@ -150,6 +159,7 @@ class Toolchain(SpanProcessor, TurnSink):
                 evicted.append(self._open.popitem(last=False)[1])
         for old in evicted:
             old.evicted = True
+            old.span = old.observer = None  # kept as a tombstone by the span path: hold nothing big
             old.drop_states()
             self._spans.drop_turn(old.key)
         if evicted:
@@ -205,9 +215,11 @@ class Toolchain(SpanProcessor, TurnSink):
             return  # a root span that held no tool use is not a turn anyone asked about
         with turn.lock:
             turn.span = None
-            for plugin in self._end_plugins:
-                self._guarded(plugin.name, "on_turn_end", plugin.on_turn_end, turn)
-            turn.drop_states()
+            try:
+                for plugin in self._end_plugins:
+                    self._guarded(plugin.name, "on_turn_end", plugin.on_turn_end, turn)
+            finally:  # a KeyboardInterrupt goes through, but the turn is closed and freed all the same
+                turn.drop_states()
 
     def _count_evicted_call(self) -> None:
         with self._lock:

@@ -35,8 +35,9 @@ class ToolPlugin:
     Threads: the hooks of one turn never run at the same time (the chain holds the turn's lock),
     but different turns run concurrently on whatever thread handed in their calls. Hooks run on
     the agent's path: they must not block (a hook that sleeps delays the agent by as much). A
-    hook that raises an ``Exception`` is logged and counted by the chain and never reaches the
-    agent; see :class:`~otel_toolchain.Toolchain` for the other exceptions.
+    hook that raises anything but ``KeyboardInterrupt`` (``SystemExit``, ``GeneratorExit`` and
+    custom ``BaseException`` subclasses included) is logged and counted by the chain, the later
+    plugins still run and the turn still closes; ``KeyboardInterrupt`` goes through to the user.
     """
 
     name: ClassVar[str] = "plugin"

@@ -12,7 +12,7 @@ from typing import Final
 from otel_toolchain.errors import PluginLoadError
 from otel_toolchain.plugin import ToolPlugin
 
-__all__ = ["ENTRY_POINT_GROUP", "available_plugins", "load_plugin_class"]
+__all__ = ["ENTRY_POINT_GROUP", "available_plugins", "entry_point_of", "load_plugin_class"]
 
 ENTRY_POINT_GROUP: Final = "otel_toolchain.plugins"
 
@@ -23,12 +23,19 @@ def available_plugins() -> dict[str, EntryPoint]:
     return dict(sorted(found.items()))
 
 
+def entry_point_of(name: str) -> str:
+    """The ``module:attribute`` the plugin ``name`` is registered as ("?" if it is not installed)."""
+    entry = available_plugins().get(name)
+    return entry.value if entry is not None else "?"
+
+
 def load_plugin_class(name: str) -> type[ToolPlugin]:
     """Import the plugin ``name``.
 
     Raises:
         PluginLoadError: no such plugin (the message lists the ones that exist), it failed to
-            import, or it is not a ToolPlugin subclass.
+            import (whatever it raised, SystemExit and KeyboardInterrupt included: third-party
+            import code must not end the command silently), or it is not a ToolPlugin subclass.
     """
     plugins = available_plugins()
     entry = plugins.get(name)
@@ -37,8 +44,8 @@ def load_plugin_class(name: str) -> type[ToolPlugin]:
         raise PluginLoadError(f"unknown plugin {name!r}; the plugins that exist are: {valid}")
     try:
         loaded = entry.load()
-    except Exception as exc:  # any import-time failure of third-party code is a load error
-        raise PluginLoadError(f"plugin {name!r} ({entry.value}) failed to import: {exc!r}") from exc
+    except BaseException as exc:  # noqa: BLE001 (any import-time failure of third-party code is a load error)
+        raise PluginLoadError(f"plugin {name!r} ({entry.value}) failed to import: {exc!r}") from None
     if not (isinstance(loaded, type) and issubclass(loaded, ToolPlugin)):
         raise PluginLoadError(f"plugin {name!r} ({entry.value}) is not a ToolPlugin subclass")
     return loaded

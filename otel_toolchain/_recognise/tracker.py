@@ -7,6 +7,9 @@ never seen (remote, or started before the chain was installed) open a turn of th
 span is read into a :class:`~otel_toolchain.calls.ToolCall` as it ends and handed to
 :meth:`Toolchain.tool_call`, the same entry point every other source uses. Live spans are bounded,
 as a backstop for spans that are never ended: beyond ``max_live_spans`` the oldest are forgotten.
+An evicted turn leaves a tombstone (a bounded number are kept, the oldest dropped first): spans
+started under it later still belong to it, so their calls are counted as the evicted turn's
+calls instead of opening turns of their own.
 
 Spans started while :data:`DIRECT` is set (the recorder's, whose calls it hands in directly) are
 skipped at once.
@@ -16,6 +19,7 @@ All methods take one lock briefly and never block otherwise; they may be called 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["DIRECT", "Live", "SpanPath", "mark_agent"]
 
 Key = tuple[int, int]
+
+_TOMBSTONES = 4096
+"""Evicted turns remembered, so that their late spans are not taken for new turns."""
 
 DIRECT: ContextVar[bool] = ContextVar("otel_toolchain_direct", default=False)
 """Set around ``start_span`` by code that hands its calls to the chain itself."""
@@ -82,6 +89,7 @@ class SpanPath:
         self._lock = threading.Lock()
         self._live: dict[Key, Live] = {}
         self._members: dict[Key, set[Key]] = {}  # turn -> its live spans, to free them when it is evicted
+        self._evicted: OrderedDict[Key, Turn] = OrderedDict()  # tombstones: evicted turn's span -> the turn
         self.forgotten_spans = 0
 
     def adopt(self, key: Key, turn: Turn, span: ApiSpan) -> None:
@@ -99,9 +107,13 @@ class SpanPath:
     def drop_turn(self, key: Key) -> None:
         """A turn evicted: forget it and the spans it still holds, which may never end."""
         with self._lock:
+            own = self._live.pop(key, None)
             for member in self._members.pop(key, ()):
                 self._live.pop(member, None)
-            self._live.pop(key, None)
+            if own is not None:
+                self._evicted[key] = own.turn
+                while len(self._evicted) > _TOMBSTONES:
+                    self._evicted.popitem(last=False)
 
     # -- on_start / on_end ----------------------------------------------------------------------------
     def tracks(self, span: ReadableSpan) -> bool:
@@ -118,7 +130,8 @@ class SpanPath:
         parent_key = (parent.trace_id, parent.span_id) if parent is not None else None
         with self._lock:
             owner = self._live.get(parent_key) if parent_key is not None else None
-        turn = owner.turn if owner is not None else None
+            tomb = self._evicted.get(parent_key) if owner is None and parent_key is not None else None
+        turn = owner.turn if owner is not None else tomb
         if turn is None or (role is Role.TURN and not turn.is_agent):
             turn = self._open(span, key, attrs, is_agent=role is Role.TURN)
         live = Live(turn, role, span, key, parent_key)
@@ -139,6 +152,8 @@ class SpanPath:
         key = (context.trace_id, context.span_id)
         with self._lock:
             live = self._live.pop(key, None)
+            if live is None:
+                self._evicted.pop(key, None)  # an evicted turn's own span ended: nothing more comes under it
             parent = self._live.get(live.parent) if live is not None and live.parent is not None else None
             if live is not None and (members := self._members.get(live.turn.key)) is not None:
                 members.discard(key)

@@ -173,14 +173,17 @@ def _show(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     manifest = Manifest.load(args.manifest)
     chain = manifest.plugins
+    # Build and describe every plugin before printing anything: a plugin that cannot start is an
+    # error (exit 2), never an "ok" followed by a traceback.
+    described = [(spec.name, spec.describe(spec.build())) for spec in chain]
     if args.format == "json":
         print(json.dumps({"manifest": manifest.source,
-                          "chain": [{"plugin": s.name, **s.build().describe()} for s in chain]}))
+                          "chain": [{"plugin": name, **settings} for name, settings in described]}))
         return EXIT_OK
     print(f"{manifest.source}: ok, {len(chain)} plugin(s) in this order:")
-    for position, spec in enumerate(chain, 1):
-        settings = ", ".join(f"{k}={v!r}" for k, v in spec.build().describe().items())
-        print(f"  {position}. {spec.name}" + (f" ({settings})" if settings else ""))
+    for position, (name, described_settings) in enumerate(described, 1):
+        settings = ", ".join(f"{k}={v!r}" for k, v in described_settings.items())
+        print(f"  {position}. {name}" + (f" ({settings})" if settings else ""))
     if not chain:
         print("  (none: tool_plugins = [] runs no plugins)")
     return EXIT_OK

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -64,14 +65,17 @@ def read_otlp_json_lines(path: Path, *, offset: int = 0) -> Iterator[dict[str, A
 
 
 class _Appender:
+    """Appends lines to ``path``; a folder it creates is 0700 and a file 0600 (they may hold tool content)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
 
     def append(self, line: str) -> bool:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock, self.path.open("a", encoding="utf-8") as out:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with self._lock, open(fd, "a", encoding="utf-8") as out:
                 out.write(line + "\n")
         except OSError:
             return False

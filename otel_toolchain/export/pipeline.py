@@ -53,9 +53,13 @@ _ENDPOINT_VARS: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRAC
 
 
 class ExportSettings(BaseModel):
-    """The manifest's ``[export]`` table; every field left out falls back to the environment."""
+    """The manifest's ``[export]`` table; every field left out falls back to the environment.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Strictly typed (``prometheus_port = true`` is an error) and bounded, so a value the SDK
+    cannot use is refused at load time rather than failing later in an exporter's thread.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     endpoint: str | None = None
     protocol: Literal["grpc", "http/protobuf"] | None = None
@@ -64,8 +68,8 @@ class ExportSettings(BaseModel):
     resource_attributes: dict[str, str] = Field(default_factory=dict)
     output_dir: str | None = None
     prometheus_port: int | None = Field(default=None, ge=0, le=65535)
-    metric_interval_ms: int = Field(default=10_000, ge=100)
-    max_queue_size: int = Field(default=2048, ge=1)
+    metric_interval_ms: int = Field(default=10_000, ge=100, le=86_400_000)  # at most a day
+    max_queue_size: int = Field(default=2048, ge=1, le=1_000_000)
 
 
 def default_output_dir(environ: Mapping[str, str]) -> Path:

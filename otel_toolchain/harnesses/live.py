@@ -7,18 +7,26 @@ group gets SIGTERM, then SIGKILL after ``grace`` seconds; ``run`` prints one lin
 error naming the plugin, the reason and the cycle, and exits 75 (EX_TEMPFAIL: a stopped turn is
 a retryable failure). SIGINT and SIGTERM sent to ``run`` are forwarded to the group, with the
 same escalation; the turn is closed and exported either way. No process of the group is left.
+
+The harness runs under :mod:`~otel_toolchain.harnesses.supervisor` (a small process that is the
+group's leader and, on Linux, its child subreaper): if ``run`` itself is killed, even by SIGKILL,
+the supervisor ends every process of the harness; a process the harness detached (``setsid``, a
+double fork) is ended too, at a stop and at exit. A line is held up to ``MAX_LINE_BYTES`` (read
+1 MiB at a time): a longer one is passed through and logged whole but recorded as one bad line, so output
+without newlines costs bounded memory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -27,6 +35,7 @@ from typing import IO, Final
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otel_toolchain.errors import CannotRun, StreamError
+from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
@@ -34,9 +43,14 @@ from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.signals import StopSignal
 
-__all__ = ["EXIT_STOPPED", "RunResult", "run_harness"]
+__all__ = ["EXIT_STOPPED", "MAX_LINE_BYTES", "RunResult", "run_harness"]
 
 EXIT_STOPPED: Final = 75
+MAX_LINE_BYTES: Final = 64 << 20
+"""The longest line recorded (as the hardened line decoder's); a longer one is passed through and
+counted as a bad line."""
+_PIECE_BYTES: Final = 1 << 20
+_HEAD_OF_LONG_LINE: Final = 256
 
 
 @dataclass
@@ -69,6 +83,11 @@ class _Group:
         return True
 
     def send(self, signo: int) -> None:
+        if signo == signal.SIGKILL:  # the supervisor dies with the group: end what left it first
+            for pid, pgid in supervisor.descendants(self.process.pid):
+                if pgid != self.pgid:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
         try:
             os.killpg(self.pgid, signo)
         except ProcessLookupError:
@@ -103,7 +122,8 @@ class _Attempt:
     """One run of the command: its lines, its reader and its spans."""
 
     def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
-                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link]) -> None:
+                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link],
+                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.command = command
         self.recorder = recorder
         self.harness = harness
@@ -112,6 +132,7 @@ class _Attempt:
         self.out = out
         self.grace_s = grace_s
         self.links = links
+        self.max_line_bytes = max_line_bytes
         self.stop: StopSignal | None = None
         self.latencies: list[float] = []
         self._line_time = 0.0
@@ -123,10 +144,25 @@ class _Attempt:
 
     def run(self, group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
         """Run the command to its end; whatever happens here, the group is ended and the turn closed."""
+        _check_runnable(self.command[0])
+        # The supervisor watches the read end; this process holds the only write end, so the
+        # pipe reads end-of-file exactly when this process is gone, however it went.
+        watch_read, watch_write = os.pipe()
         try:
-            process = subprocess.Popen(list(self.command), stdout=subprocess.PIPE, start_new_session=True)
+            process = subprocess.Popen(
+                supervisor.command_line(self.command, watch_fd=watch_read, grace_s=self.grace_s),
+                stdout=subprocess.PIPE, start_new_session=True, pass_fds=(watch_read,))
         except OSError as exc:
+            os.close(watch_write)
             raise CannotRun(f"cannot run {self.command[0]!r}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(watch_read)
+        try:
+            return self._watch(process, group_holder)
+        finally:
+            os.close(watch_write)
+
+    def _watch(self, process: subprocess.Popen[bytes], group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
         group = self._group = _Group(process, self.grace_s)
         group_holder[:] = [group]
         assert process.stdout is not None
@@ -147,9 +183,8 @@ class _Attempt:
 
     def _read(self, stdout: IO[bytes], group: _Group) -> None:
         head: list[str] = []
-        for line_no, raw in enumerate(iter(stdout.readline, b""), 1):
+        for line_no, raw in enumerate(self._lines(stdout), 1):
             self._line_time = time.monotonic()
-            self._pass_through(raw)
             text = raw.decode("utf-8", "replace")
             if self._reader is None:
                 head.append(text)
@@ -158,6 +193,31 @@ class _Attempt:
                     self._feed(earlier, number)
                 continue
             self._feed(text, line_no)
+
+    def _lines(self, stdout: IO[bytes]) -> Iterator[bytes]:
+        """Each line, its pieces passed through as they arrive; a line over the limit as its first bytes.
+
+        At most ``max_line_bytes`` plus one piece is held, whatever the output: what is left of
+        an over-long line is passed through and dropped, and its first bytes (which cannot parse)
+        make it a counted bad line.
+        """
+        parts: list[bytes] = []
+        held, long_head = 0, b""
+        while piece := stdout.readline(_PIECE_BYTES):
+            self._pass_through(piece)
+            if long_head:
+                pass
+            elif held + len(piece) > self.max_line_bytes:
+                long_head = ((parts[0] if parts else piece)[:_HEAD_OF_LONG_LINE]) or b"\0"
+                parts, held = [], 0
+            else:
+                parts.append(piece)
+                held += len(piece)
+            if piece.endswith(b"\n"):
+                yield long_head or b"".join(parts)
+                parts, held, long_head = [], 0, b""
+        if parts or long_head:
+            yield long_head or b"".join(parts)
 
     def _end_stragglers(self, group: _Group) -> None:
         """Once the harness has exited, end what it left in its group holding standard output open."""
@@ -237,18 +297,19 @@ def run_harness(
     grace_s: float = 3.0,
     strict: bool = False,
     out: IO[bytes] | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> RunResult:
     """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
 
     Raises:
         CannotRun: the command could not be started, or the log could not be opened.
-        ValueError: ``retries`` or ``grace_s`` is negative.
+        ValueError: ``retries`` or ``grace_s`` is negative, or ``max_line_bytes`` below 1.
 
     Must be called from the main thread (it installs SIGINT and SIGTERM handlers for the run and
     restores the previous ones). Blocks until every attempt has ended.
     """
-    if retries < 0 or grace_s < 0:
-        raise ValueError("retries and grace_s must not be negative")
+    if retries < 0 or grace_s < 0 or max_line_bytes < 1:
+        raise ValueError("retries and grace_s must not be negative, max_line_bytes must be positive")
     out = out if out is not None else sys.stdout.buffer
     result = RunResult(exit_code=0)
     group_holder: list[_Group] = []
@@ -260,7 +321,7 @@ def run_harness(
             group_holder[0].send(signo)
 
     try:
-        log = log_path.open("ab") if log_path is not None else None
+        log = _open_private(log_path) if log_path is not None else None
     except OSError as exc:
         raise CannotRun(f"cannot open the log {str(log_path)!r}: {exc.strerror or exc}") from exc
     previous = {signo: signal.signal(signo, forward) for signo in (signal.SIGINT, signal.SIGTERM)}
@@ -268,7 +329,7 @@ def run_harness(
     try:
         for _attempt in range(retries + 1):
             attempt = _Attempt(command, recorder, harness=harness, strict=strict, log=log, out=out,
-                               grace_s=grace_s, links=links)
+                               grace_s=grace_s, links=links, max_line_bytes=max_line_bytes)
             code, outcomes = attempt.run(group_holder)
             result.outcomes.extend(outcomes)
             result.stop_latencies_s.extend(attempt.latencies)
@@ -289,6 +350,20 @@ def run_harness(
             with contextlib.suppress(OSError):  # already reported when a write failed
                 log.close()
     return result
+
+
+def _open_private(path: Path) -> IO[bytes]:
+    """Open the log for appending; a new one is created 0600 (it holds full tool arguments and results)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
+def _check_runnable(program: str) -> None:
+    """Raise CannotRun, as starting it would, when ``program`` cannot be executed (the supervisor runs it)."""
+    if shutil.which(program) is not None:
+        return
+    exists = os.path.exists(program) if os.sep in program else False
+    reason = "Permission denied" if exists else "No such file or directory"
+    raise CannotRun(f"cannot run {program!r}: {reason}")
 
 
 def _stop_line(stop: StopSignal) -> str:

@@ -66,7 +66,7 @@ _V = TypeVar("_V")
 class Rule(BaseModel):
     """A user rule: calls of a ``tool``, or shell commands running a ``program``, get ``class``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     tool: str | None = Field(default=None, min_length=1, description="Glob over tool names.")
     program: str | None = Field(default=None, min_length=1, description="Glob over programs a shell runs.")
@@ -80,9 +80,9 @@ class Rule(BaseModel):
 
 
 class ClassifyConfig(BaseModel):
-    """Settings of ``classify`` as the manifest gives them."""
+    """Settings of ``classify`` as the manifest gives them (strictly typed)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     rules: list[Rule] = Field(default_factory=list, description="User rules; they take priority over the tables.")
 
