@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
 from otel_toolchain.calls import Retry, ToolCall
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import ManifestError, PluginLoadError, StreamError, ToolchainError, TurnStopped
 from otel_toolchain.plugin import NoConfig, Telemetry, ToolPlugin
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal, TurnReport
 from otel_toolchain.turn import Turn
+
+try:
+    __version__ = _version("otel-toolchain")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "CycleCall",
@@ -26,4 +34,5 @@ __all__ = [
     "Turn",
     "TurnReport",
     "TurnStopped",
+    "__version__",
 ]

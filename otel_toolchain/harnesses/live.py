@@ -198,9 +198,14 @@ class _Attempt:
 
     def _start_reading(self, head: list[str], group: _Group) -> tuple[StreamReader | None, SpanWriter | None]:
         # The same detection window as a replay of the --log, so both reach the same verdict.
-        if self.harness == "none" or (self.harness == "auto" and detect_harness(head) is None
-                                      and len(head) < DETECT_LINES):
+        found = detect_harness(head)
+        if self.harness == "none" or (self.harness == "auto" and found is None and len(head) < DETECT_LINES):
             return None, None
+        if self.harness != "auto" and found is not None and found != self.harness:
+            # A wrong --harness would read nothing and leave the turn unguarded: auto-detection takes over.
+            print(f"otel-toolchain: warning: --harness {self.harness}, but the output is a {found} stream: "
+                  f"reading it as {found}", file=sys.stderr)
+            self.harness = "auto"
         try:
             harness, _kind, reader = reader_of(head, self.harness, self.strict, source=" ".join(self.command[:1]))
         except StreamError:
