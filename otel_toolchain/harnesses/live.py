@@ -103,7 +103,8 @@ class _Attempt:
     """One run of the command: its lines, its reader and its spans."""
 
     def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
-                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link]) -> None:
+                 log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link],
+                 number: int = 1) -> None:
         self.command = command
         self.recorder = recorder
         self.harness = harness
@@ -112,6 +113,7 @@ class _Attempt:
         self.out = out
         self.grace_s = grace_s
         self.links = links
+        self.number = number
         self.stop: StopSignal | None = None
         self.latencies: list[float] = []
         self._line_time = 0.0
@@ -222,7 +224,7 @@ class _Attempt:
             self._watchers.append(watcher)
 
         writer = SpanWriter(self.recorder, source=" ".join(self.command), harness=harness, on_stop=on_stop,
-                            links=self.links)
+                            links=self.links, attempt=self.number)
         return reader, writer
 
     def _feed(self, text: str, line_no: int) -> None:
@@ -246,7 +248,7 @@ def run_harness(
     """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
 
     Raises:
-        CannotRun: the command could not be started, or the log could not be opened.
+        CannotRun: the command could not be started (a log that cannot be opened is only reported).
         ValueError: ``retries`` or ``grace_s`` is negative.
 
     Must be called from the main thread (it installs SIGINT and SIGTERM handlers for the run and
@@ -266,14 +268,16 @@ def run_harness(
 
     try:
         log = log_path.open("ab") if log_path is not None else None
-    except OSError as exc:
-        raise CannotRun(f"cannot open the log {str(log_path)!r}: {exc.strerror or exc}") from exc
+    except OSError as exc:  # the log is a copy: losing it must not leave the run unguarded or unstarted
+        print(f"otel-toolchain: warning: cannot open the log {str(log_path)!r}: {exc.strerror or exc}; running "
+              "without it", file=sys.stderr, flush=True)
+        log = None
     previous = {signo: signal.signal(signo, forward) for signo in (signal.SIGINT, signal.SIGTERM)}
     links: list[Link] = []
     try:
-        for _attempt in range(retries + 1):
+        for number in range(1, retries + 2):
             attempt = _Attempt(command, recorder, harness=harness, strict=strict, log=log, out=out,
-                               grace_s=grace_s, links=links)
+                               grace_s=grace_s, links=links, number=number)
             code, outcomes = attempt.run(group_holder)
             result.outcomes.extend(outcomes)
             result.stop_latencies_s.extend(attempt.latencies)
@@ -284,7 +288,7 @@ def run_harness(
                 break
             result.stops.append(attempt.stop)
             result.exit_code = EXIT_STOPPED
-            print(_stop_line(attempt.stop), file=sys.stderr, flush=True)
+            print(_stop_line(attempt.stop, number, retries + 1), file=sys.stderr, flush=True)
             links = [Link(SpanContext(attempt.stop.trace_id, attempt.stop.span_id, is_remote=False,
                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)))]
     finally:
@@ -296,6 +300,7 @@ def run_harness(
     return result
 
 
-def _stop_line(stop: StopSignal) -> str:
+def _stop_line(stop: StopSignal, number: int = 1, attempts: int = 1) -> str:
     cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
-    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}"
+    which = f" (attempt {number} of {attempts})" if attempts > 1 else ""
+    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; cycle: {cycle}"
