@@ -39,8 +39,9 @@ class CallRecord:
                 "children": [child.to_dict() for child in self.children]}
 
     def same_as(self, other: CallRecord) -> bool:
-        """Shown as one line with a count: the same call again, with no sub-calls."""
-        return (self.tool, self.cls, self.what, self.failed, self.error_type) == (
+        """Shown as one line with a count: the same call again, with no sub-calls (never when ``what`` is
+        unknown: calls read back from spans without content cannot be told apart)."""
+        return bool(self.what) and (self.tool, self.cls, self.what, self.failed, self.error_type) == (
             other.tool, other.cls, other.what, other.failed, other.error_type) and not (self.children or other.children)
 
 

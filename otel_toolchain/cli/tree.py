@@ -153,7 +153,8 @@ def _call_line(prefix: str, index: str, call: CallRecord, *, repeats: int, cols:
     g = screen.glyphs
     line = Text()
     line.append(prefix, style="dim")
-    line.append(f"{index:>{cols.index}}  ", style="dim")
+    if cols.index:
+        line.append(f"{index:>{cols.index}}  ", style="dim")
     line.append(f"{_cut(call.tool, cols.tool, g):<{cols.tool}}  ", style="bold")
     if cols.cls:
         line.append(f"{_cut(call.cls, cols.cls, g):<{cols.cls}}  ", style="cyan")
@@ -227,9 +228,10 @@ def _tree(calls: list[CallRecord], turn: TurnOutcome, prefix: str, max_lines: in
             lines.extend(_tree(call.children, turn, below, max_lines, screen))
             continue
         lines.append(_cycle_line(branch, group, cols, marks, screen))
+        members = _Columns(0, cols.tool, cols.cls, cols.duration)
         for member, call in enumerate(group.calls):
             end = member == len(group.calls) - 1
-            lines.append(_call_line(below + (g.last if end else g.tee), "", call, repeats=1, cols=cols, marks=[],
+            lines.append(_call_line(below + (g.last if end else g.tee), "", call, repeats=1, cols=members, marks=[],
                                     screen=screen))
     return lines
 
