@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from otel_toolchain import __version__
+
 WEDGE = "examples/streams/claude-code-wedge.jsonl"
 HEALTHY = "examples/streams/claude-code-healthy.jsonl"
 CYCLE2 = "tests/data/recordings/codex/cycle2_build_read.jsonl"
@@ -108,7 +110,7 @@ def test_a_shadow_stop_and_its_nudge_are_shown_in_text_and_json(tmp_path: Path) 
         "  SHADOW STOP (not enforced) by repeat_guard at call 25: the same call (Bash) repeated 25 times in a row "
         "with the same results",
         f"  nudged by repeat_guard: {_nudge_message(done.stdout)}",
-        "└─ 1-30  Bash  0 ms  #11e91d7e ×30  ◀ loop from 1, shadow stop at 25",
+        "└─ 1-30  Bash  0 ms  #11e91d7e \u00d730  ◀ loop from 1, shadow stop at 25",
     ]
     data = json.loads(cli(tmp_path, "replay", "--format", "json", "--manifest", str(pack), WEDGE).stdout)
     assert data["stopped"] is None and data["shadow_stopped"]["at_call"] == 25
@@ -121,8 +123,6 @@ def _nudge_message(stdout: str) -> str:
 
 
 def test_version_help_and_the_exit_code_table(tmp_path: Path) -> None:
-    from otel_toolchain import __version__
-
     assert cli(tmp_path, "--version").stdout == f"otel-toolchain {__version__}\n"
     top = cli(tmp_path, "--help").stdout
     assert top.startswith("usage: otel-toolchain [-h] [-q] [-v] [--version] COMMAND ...\n\nOpenTelemetry for AI")
