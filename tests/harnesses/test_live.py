@@ -123,7 +123,8 @@ def test_cli_run_exit_code_and_stop_line(tmp_path: Path) -> None:
     assert ("otel-toolchain: stopped by repeat_guard at call 25: the same call (Bash) repeated 25 times in a row "
             "with the same results; cycle: Bash [toolu_24]") in done.stderr.splitlines()
     replayed = subprocess.run([sys.executable, "-m", "otel_toolchain", "replay", "--format", "json",
-                               str(tmp_path / "log.jsonl")], capture_output=True, text=True, env=env, check=True)
+                               str(tmp_path / "log.jsonl")], capture_output=True, text=True, env=env, check=False)
+    assert replayed.returncode == 75  # the same code for a stopped turn as run's
     assert json.loads(replayed.stdout)["stopped"]["at_call"] == 25  # the log replays to the same verdict
 
 
