@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ def register(subparsers: Any, *, formatter: type[argparse.HelpFormatter] = argpa
     """Add ``analyze`` to an ``add_subparsers()`` object; its handler is ``args.handler``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "analyze", help="measure recorded runs and suggest a repeat_guard limit (no spans are built)",
-        description="Measure every turn of recorded runs (streams, session stores, OTLP traces) by repeat_guard's "
-                    "rule, show the distributions, and place the limit between healthy and wedged turns.",
+        description=textwrap.fill("Measure every turn of recorded runs (streams, session stores, OTLP traces) by "
+                                  "repeat_guard's rule, show the distributions, and place the limit between healthy "
+                                  "and wedged turns.", 78),
         formatter_class=formatter, parents=list(parents), epilog=epilog)
     parser.add_argument("paths", nargs="*", metavar="PATH", type=path_type,
                         help="files or folders of recorded runs (default: this machine's session stores)")

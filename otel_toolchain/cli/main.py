@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 
 from otel_toolchain import __version__
@@ -31,7 +32,12 @@ _Handler = Callable[[argparse.Namespace, commands.Context], int]
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown, and the epilog's table kept as written."""
+    """Defaults shown (where there is one to show), and the epilog's table kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False) or "(default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -72,7 +78,7 @@ def _common() -> argparse.ArgumentParser:
 
 def _sub(commands_: argparse._SubParsersAction[argparse.ArgumentParser], name: str, handler: _Handler, help_: str,
          description: str) -> argparse.ArgumentParser:
-    parser = commands_.add_parser(name, help=help_, description=description, epilog=codes.TABLE,
+    parser = commands_.add_parser(name, help=help_, description=textwrap.fill(description, 78), epilog=codes.TABLE,
                                   formatter_class=_Formatter, parents=[_common()])
     parser.set_defaults(handler=handler)
     return parser
@@ -89,7 +95,8 @@ def _format(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="otel-toolchain", description=_DESCRIPTION, epilog=codes.TABLE,
+    parser = argparse.ArgumentParser(prog="otel-toolchain", description=textwrap.fill(_DESCRIPTION, 78),
+                                     epilog=codes.TABLE,
                                      formatter_class=_Formatter, parents=[_common()])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subs = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
