@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from otel_toolchain.calls import Retry, ToolCall
@@ -14,8 +14,9 @@ from otel_toolchain.turn import Turn
 
 try:
     __version__ = _version("otel-toolchain")
-except PackageNotFoundError:  # run from a source tree that was never installed
+except _PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
+"""The installed distribution's version (``otel-toolchain --version`` prints it)."""
 
 __all__ = [
     "CycleCall",
@@ -34,5 +35,4 @@ __all__ = [
     "Turn",
     "TurnReport",
     "TurnStopped",
-    "__version__",
 ]

@@ -276,7 +276,9 @@ def test_retries_give_each_attempt_its_turn_live_and_in_the_log(tmp_path: Path) 
     assert [line for line in masked(done.stderr).splitlines() if line.startswith("  25 calls")] == [
         "  25 calls, 0 failed", "  25 calls, 0 failed, attempt 2", "  25 calls, 0 failed, attempt 3"]
     replayed = [json.loads(line) for line in cli(tmp_path, "replay", "--format", "json", str(log)).stdout.splitlines()]
-    assert [(turn["calls"], turn["stopped"]["at_call"]) for turn in replayed] == [(25, 25)] * 3
+    # the log also holds what a dying attempt still printed after its stop: the verdicts are the same
+    assert [turn["stopped"]["at_call"] for turn in replayed] == [25, 25, 25]
+    assert all(turn["calls"] >= 25 for turn in replayed)
 
 
 def test_check_and_plugins_in_text_and_json(tmp_path: Path) -> None:
