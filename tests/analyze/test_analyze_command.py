@@ -58,7 +58,7 @@ def test_text_report_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 @pytest.mark.shared  # reads ../shared
 def test_a_plot_without_labels_or_turns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
-    assert run(["--plot", str(tmp_path / "a.png"), str(tmp_path / "empty")]) == 0
+    assert run(["--plot", str(tmp_path / "a.png"), str(tmp_path / "empty")]) == 1  # a folder with no runs: exit 1
     assert run(["--plot", str(tmp_path / "b.png"), str(SHARED / "sessions" / "pi")]) == 0
     assert (tmp_path / "a.png").exists() and (tmp_path / "b.png").exists()
     assert "0 runs, 0 turns" in capsys.readouterr().out
@@ -74,7 +74,7 @@ def test_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "junk.jsonl").write_text("not json\n")
     shutil.copy(SHARED / "sessions" / "claude-code" / "agentcmd-full-session-five.jsonl", tmp_path / "runs")
-    assert run([str(tmp_path / "runs")]) == 0
+    assert run([str(tmp_path / "runs")]) == 1  # a file that could not be read: reported, the rest analysed
     out = capsys.readouterr().out
     assert "junk.jsonl" in out and "error:" in out and "1 runs, 1 turns, 5 calls" in out
 
