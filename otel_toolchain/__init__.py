@@ -78,12 +78,24 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's (``otel-toolchain --version`` prints it)
+        globals()[name] = value = _installed_version()
+        return value
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'otel_toolchain' has no attribute {name!r}")
     value = getattr(import_module(f"otel_toolchain.{home}"), name)
     globals()[name] = value  # later lookups skip this function
     return value
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415  # only when asked
+
+    try:
+        return version("otel-toolchain")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def __dir__() -> list[str]:

@@ -45,7 +45,7 @@ class StreamError(ToolchainError):
     """A line of an event stream could not be read (raised only when reading strictly)."""
 
     def __init__(self, message: str, *, source: str = "-", line_no: int = 0) -> None:
-        super().__init__(f"{source}:{line_no}: {message}")
+        super().__init__(f"{source}:{line_no}: {message}" if line_no else f"{source}: {message}")
         self.source = source
         self.line_no = line_no
 

@@ -32,9 +32,16 @@ class CallRecord:
     """The command or main argument where content is captured, else ``#`` and a short identity digest."""
     children: list[CallRecord] = field(default_factory=list)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The call as ``show --format json`` prints it, sub-calls nested."""
+        return {"index": self.index, "tool": self.tool, "class": self.cls, "ms": self.ms, "failed": self.failed,
+                "error_type": self.error_type, "call_id": self.call_id, "what": self.what,
+                "children": [child.to_dict() for child in self.children]}
+
     def same_as(self, other: CallRecord) -> bool:
-        """Shown as one line with a count: the same call again, with no sub-calls."""
-        return (self.tool, self.cls, self.what, self.failed, self.error_type) == (
+        """Shown as one line with a count: the same call again, with no sub-calls (never when ``what`` is
+        unknown: calls read back from spans without content cannot be told apart)."""
+        return bool(self.what) and (self.tool, self.cls, self.what, self.failed, self.error_type) == (
             other.tool, other.cls, other.what, other.failed, other.error_type) and not (self.children or other.children)
 
 
@@ -66,17 +73,22 @@ class TurnOutcome:
     def tool_stats(self) -> dict[str, Any] | None:
         return self.reports.get("tool_stats")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object ``otel-toolchain replay --format json`` prints for this turn."""
-        return {
+    def to_dict(self, *, tree: bool = False) -> dict[str, Any]:
+        """The JSON object ``otel-toolchain replay --format json`` prints for this turn (``tree``: with its calls)."""
+        data = {
             "source": self.source, "harness": self.harness, "session_id": self.session_id, "attempt": self.attempt,
             "calls": self.calls, "failed": self.failed,
             "stopped": stop_to_dict(self.stopped) if self.stopped else None,
             "shadow_stopped": stop_to_dict(self.shadow_stopped) if self.shadow_stopped else None,
-            "nudges": [{"plugin": n.plugin, "period": n.period, "repeats": n.repeats, "tools": list(n.tools)}
+            "nudges": [{"plugin": n.plugin, "message": n.message, "period": n.period, "repeats": n.repeats,
+                        "tools": list(n.tools)}
                        for n in self.nudges],
             "tool_stats": self.tool_stats, "tokens": self.tokens, "bad_lines": len(self.bad_lines),
         }
+        if tree:
+            data["trace_id"] = f"{self.trace_id:032x}"
+            data["tree"] = [call.to_dict() for call in self.tree]
+        return data
 
 
 def stop_to_dict(stop: StopSignal) -> dict[str, Any]:

@@ -54,13 +54,20 @@ class Labels:
         except OSError as exc:
             raise LabelError(f"{path}: cannot read the labels: {exc.strerror or exc}") from exc
         rows: dict[str, str] = {}
+        header_seen = False
         for number, row in enumerate(csv.reader(text.splitlines()), 1):
             cells = [cell.strip() for cell in row]
             if not cells or not cells[0] or cells[0].startswith("#"):
                 continue
+            if len(cells) == 1 and (";" in cells[0] or "\t" in cells[0]):
+                raise LabelError(f"{path}:{number}: separate the run and its label with a comma (run,label), "
+                                 f"not {';' if ';' in cells[0] else 'a tab'}")
             label = cells[1].lower() if len(cells) > 1 else ""
-            if number == 1 and label not in LABELS:
-                continue  # a header row
+            if not rows and not header_seen and label == "label":
+                header_seen = True
+                continue  # a header row (the first row that is no comment)
+            if len(cells) == 1:
+                raise LabelError(f"{path}:{number}: no label: a row is run,label with label one of {', '.join(LABELS)}")
             if label not in LABELS:
                 raise LabelError(f"{path}:{number}: the label must be one of {', '.join(LABELS)}, not {label!r}")
             rows[cells[0]] = label

@@ -60,7 +60,7 @@ def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
     pipeline.shutdown(timeout_s=3.0)
 
 
-def _hook(args: argparse.Namespace) -> int:
+def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
     manifest = Manifest.load(args.manifest) if args.manifest else Manifest.default()
     raw = sys.stdin.read()
     try:
@@ -95,7 +95,7 @@ def hook_command(manifest: str | None) -> str:
     return shlex.join([*base, "hook", "claude-code", *extra])
 
 
-def _hooks(args: argparse.Namespace) -> int:
+def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
     path = settings.settings_path(args.scope, Path.cwd(), Path.home(), os.environ.get("CLAUDE_CONFIG_DIR"))
     if args.action == "install":
         if args.manifest:

@@ -1,240 +1,44 @@
-"""The ``otel-toolchain`` command. The only module that reads the environment for export or prints.
+"""The ``otel-toolchain`` command line: the parser, and the only module that reads the environment.
 
-Exit codes: 0 success, 2 a bad manifest or bad usage, 75 (EX_TEMPFAIL) a wrapped run stopped by
-a plugin; otherwise the wrapped command's own code.
+Every user error ends as one line on stderr and an exit code of :mod:`otel_toolchain.cli.codes`;
+a reader that goes away early (``| head``) never causes a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import logging
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TextIO
 
-from otel_toolchain.chain import Toolchain
+from otel_toolchain import __version__
+from otel_toolchain.cli import codes, commands
 from otel_toolchain.cli.analyze import register as register_analyze
 from otel_toolchain.cli.hook import register as register_hooks
-from otel_toolchain.cli.replay import Progress, format_outcome, replay_path
+from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.cli.serve import register as register_serve
-from otel_toolchain.cli.show import render_turns, turns_from_otlp_file
-from otel_toolchain.cli.telemetry import run_with_telemetry
-from otel_toolchain.errors import CannotRun, StreamError, ToolchainError
-from otel_toolchain.export.pipeline import Pipeline, build_pipeline
+from otel_toolchain.errors import ToolchainError
 from otel_toolchain.harnesses.detect import HARNESSES
-from otel_toolchain.harnesses.live import run_harness
-from otel_toolchain.harnesses.writer import TurnOutcome
-from otel_toolchain.manifest import Manifest
-from otel_toolchain.recorder import AgentRecorder
-from otel_toolchain.registry import available_plugins
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_NOT_FOUND = 127
-DIGEST_KEY_ENV = "OTEL_TOOLCHAIN_DIGEST_KEY"
+_DESCRIPTION = ("OpenTelemetry for AI agents' tool use: every tool call a span, and a plugin chain that "
+                "classifies, counts and stops an agent going round the same cycle of calls.")
+_HARNESS_HELP = ("the CLI that wrote the stream: auto recognises it from the first lines; a named harness "
+                 "that does not match them is a warning (under run: auto-detection takes over)")
+_Handler = Callable[[argparse.Namespace, commands.Context], int]
 
 
-def _load_manifest(path: str | None) -> Manifest:
-    return Manifest.load(path) if path else Manifest.default()
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown (where there is one to show), and the epilog's table kept as written."""
 
-
-def _digest_key() -> bytes | None:
-    key = os.environ.get(DIGEST_KEY_ENV)
-    return key.encode()[:64] if key else None
-
-
-def start_telemetry(manifest: Manifest) -> tuple[Pipeline, Toolchain, AgentRecorder]:
-    """The export pipeline (from the manifest and the OTEL_* environment), the chain on it, a recorder."""
-    pipeline = build_pipeline(manifest.export)
-    chain = manifest.toolchain(digest_key=_digest_key())
-    # The recorder hands the chain its calls; the chain need not read the spans as a processor too.
-    chain.install(None, pipeline.meter_provider, pipeline.logger_provider)
-    recorder = AgentRecorder(pipeline.tracer_provider, toolchain=chain, capture_content=manifest.agent.capture_content)
-    return pipeline, chain, recorder
-
-
-def print_turn_trees(pipeline: Pipeline, outcomes: Sequence[TurnOutcome], stream: TextIO) -> None:
-    """With the embedded default, the tree of each turn this command recorded (as ``show`` draws it)."""
-    if pipeline.output_dir is None or not outcomes:
-        return
-    wanted = {f"{outcome.trace_id:032x}" for outcome in outcomes}
-    try:
-        turns = turns_from_otlp_file(pipeline.output_dir / "traces.jsonl", offset=pipeline.traces_start)
-    except (OSError, ValueError):  # the summary above already said what happened; the tree is a bonus
-        return
-    shown = [turn for turn in turns if turn.trace_id in wanted]
-    if shown:
-        print(render_turns(shown), file=stream, flush=True)
-
-
-def finish_telemetry(pipeline: Pipeline) -> None:
-    finished = pipeline.shutdown()
-    dropped = {signal: count for signal, count in pipeline.dropped.items() if count}
-    if not finished:
-        print(f"otel-toolchain: telemetry NOT fully delivered to {pipeline.destination}: export was still "
-              "retrying when the wait ended (is the Collector up?)", file=sys.stderr)
-    elif dropped:
-        lost = ", ".join(f"{count} {signal}" for signal, count in dropped.items())
-        print(f"otel-toolchain: telemetry NOT fully delivered to {pipeline.destination}: {lost} dropped",
-              file=sys.stderr)
-    else:
-        print(f"otel-toolchain: telemetry exported to {pipeline.destination}", file=sys.stderr)
-
-
-def _replay(args: argparse.Namespace) -> int:
-    manifest = _load_manifest(args.manifest)
-    pipeline, _chain, recorder = start_telemetry(manifest)
-    progress = Progress.maybe(args.files, sys.stderr)
-    code = EXIT_OK
-    replayed: list[TurnOutcome] = []
-    try:
-        for path in args.files:
-            if progress is not None:
-                progress.next_file()
-            try:
-                outcomes = replay_path(path, recorder, harness=args.harness, strict=args.strict, progress=progress)
-            except StreamError as exc:
-                if progress is not None:
-                    progress.finish()
-                print(f"otel-toolchain: {exc}", file=sys.stderr)
-                if args.strict:
-                    return EXIT_USAGE
-                code = EXIT_FAILED  # one unreadable file loses nothing of the others
-                continue
-            if progress is not None:
-                progress.finish()
-            replayed.extend(outcomes)
-            for outcome in outcomes:
-                print(json.dumps(outcome.to_dict()) if args.format == "json" else format_outcome(outcome),
-                      flush=True)
-    finally:
-        finish_telemetry(pipeline)
-    if args.format == "text":
-        print_turn_trees(pipeline, replayed, sys.stdout)
-    return code
-
-
-def _run(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        print("otel-toolchain: run needs a command after --", file=sys.stderr)
-        return EXIT_USAGE
-    manifest = _load_manifest(args.manifest)
-    if args.telemetry:
-        if args.retries or args.log or args.harness != "auto":
-            print("otel-toolchain: --retries, --log and --harness read the output stream; not with --telemetry",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        try:
-            return run_with_telemetry(command, manifest, grace_s=args.grace)
-        except CannotRun as exc:
-            print(f"otel-toolchain: {exc}", file=sys.stderr)
-            return EXIT_NOT_FOUND
-    pipeline, _chain, recorder = start_telemetry(manifest)
-    try:
-        result = run_harness(command, recorder, harness=args.harness, retries=args.retries,
-                             log_path=Path(args.log) if args.log else None, grace_s=args.grace)
-    except CannotRun as exc:
-        print(f"otel-toolchain: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    finally:
-        finish_telemetry(pipeline)
-    print_turn_trees(pipeline, result.outcomes, sys.stderr)  # stdout is the harness's own
-    _quiet_broken_stdout()
-    return result.exit_code
-
-
-def _quiet_broken_stdout() -> None:
-    """After ``run … | head``, flushing at exit would raise BrokenPipeError: point stdout at /dev/null."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def _show(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if path.is_dir():
-        path = path / "traces.jsonl"
-    try:
-        turns = turns_from_otlp_file(path)
-    except (OSError, ValueError) as exc:
-        print(f"otel-toolchain: {path}: cannot read OTLP JSON lines: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    print(render_turns(turns, max_calls=args.max_calls))
-    return EXIT_OK
-
-
-def _check(args: argparse.Namespace) -> int:
-    manifest = Manifest.load(args.manifest)
-    chain = manifest.plugins
-    # Build and describe every plugin before printing anything: a plugin that cannot start is an
-    # error (exit 2), never an "ok" followed by a traceback.
-    described = [(spec.name, spec.describe(spec.build())) for spec in chain]
-    if args.format == "json":
-        print(json.dumps({"manifest": manifest.source,
-                          "chain": [{"plugin": name, **settings} for name, settings in described]}))
-        return EXIT_OK
-    print(f"{manifest.source}: ok, {len(chain)} plugin(s) in this order:")
-    for position, (name, described_settings) in enumerate(described, 1):
-        settings = ", ".join(f"{k}={v!r}" for k, v in described_settings.items())
-        print(f"  {position}. {name}" + (f" ({settings})" if settings else ""))
-    if not chain:
-        print("  (none: tool_plugins = [] runs no plugins)")
-    return EXIT_OK
-
-
-def _plugins(args: argparse.Namespace) -> int:
-    for name, entry in available_plugins().items():
-        dist = entry.dist.name if entry.dist is not None else "?"
-        print(f"{name}\t{entry.value}\t({dist})")
-    return EXIT_OK
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="otel-toolchain", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    check = commands.add_parser("check", help="check a manifest and print the chain it would run")
-    check.add_argument("manifest", help="the pack's TOML manifest")
-    check.add_argument("--format", choices=("text", "json"), default="text")
-    check.set_defaults(handler=_check)
-
-    plugins = commands.add_parser("plugins", help="list the installed plugins")
-    plugins.set_defaults(handler=_plugins)
-
-    replay = commands.add_parser("replay", help="turn recorded runs into spans and run the chain over them")
-    replay.add_argument("files", nargs="+", metavar="FILE", help="recorded event streams (- reads standard input)")
-    _add_harness_and_manifest(replay)
-    replay.add_argument("--format", choices=("text", "json"), default="text")
-    replay.add_argument("--strict", action="store_true", help="a bad line is an error (exit 2)")
-    replay.set_defaults(handler=_replay)
-
-    run = commands.add_parser("run", help="run a harness, trace its tool calls live, stop it when it wedges",
-                              description="Exit codes: 75 when a plugin stopped the run, else the command's own.")
-    _add_harness_and_manifest(run)
-    run.add_argument("--retries", type=_non_negative(int), default=0, help="rerun a stopped command up to N times")
-    run.add_argument("--log", help="append the harness's standard output to this file too")
-    run.add_argument("--grace", type=_non_negative(float), default=3.0, help="seconds between SIGTERM and SIGKILL")
-    run.add_argument("--telemetry", action="store_true", help="guard the command through its own OTLP export "
-                     "(a receiver on a loopback port; the command keeps the terminal) instead of its output stream")
-    run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
-    run.set_defaults(handler=_run)
-
-    show = commands.add_parser("show", help="render the turns of an OTLP JSON lines traces file as a tree")
-    show.add_argument("file", help="traces.jsonl, or the folder the embedded default writes to")
-    show.add_argument("--max-calls", type=int, default=40, help="calls shown per turn before eliding")
-    show.set_defaults(handler=_show)
-
-    register_analyze(commands)
-    register_serve(commands)
-    register_hooks(commands)
-    return parser
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False) or "(default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -248,19 +52,145 @@ def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
     return parse
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def _path(text: str) -> str:
+    """A path as typed, with ``~`` and ``$VARS`` expanded (as a shell would have, had it been unquoted)."""
+    return text if text == "-" else os.path.expandvars(os.path.expanduser(text))
+
+
+def _common() -> argparse.ArgumentParser:
+    """-q/-v, accepted before or after the sub-command."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("-q", "--quiet", action="store_const", const=-1, dest="verbosity", default=argparse.SUPPRESS,
+                        help="only warnings and errors on stderr (no notes such as where telemetry went)")
+    parent.add_argument("-v", "--verbose", action="store_const", const=1, dest="verbosity",
+                        default=argparse.SUPPRESS, help="debug messages too")
+    return parent
+
+
+def _sub(commands_: argparse._SubParsersAction[argparse.ArgumentParser], name: str, handler: _Handler, help_: str,
+         description: str) -> argparse.ArgumentParser:
+    parser = commands_.add_parser(name, help=help_, description=textwrap.fill(description, 78), epilog=codes.TABLE,
+                                  formatter_class=_Formatter, parents=[_common()])
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def _add_harness_and_manifest(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--harness", choices=("auto", *HARNESSES), default="auto")
-    parser.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
+    parser.add_argument("--harness", choices=("auto", *HARNESSES), default="auto", help=_HARNESS_HELP)
+    parser.add_argument("--manifest", type=_path, help="the pack's TOML manifest (default: the default chain: "
+                        "classify, tool_stats, repeat_guard limit 25)")
+
+
+def _format(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=what)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="otel-toolchain", description=textwrap.fill(_DESCRIPTION, 78),
+                                     epilog=codes.TABLE,
+                                     formatter_class=_Formatter, parents=[_common()])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subs = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
+
+    check = _sub(subs, "check", commands.check, "check a manifest and print the chain it would run",
+                 "Load a pack's manifest, build every plugin, and print the chain in order with its settings.")
+    check.add_argument("manifest", type=_path, help="the pack's TOML manifest")
+    _format(check, "text, or one JSON object")
+
+    plugins = _sub(subs, "plugins", commands.plugins, "list the installed plugins",
+                   "List the plugins installed as otel_toolchain.plugins entry points: name, object, distribution.")
+    _format(plugins, "text (tab-separated), or a JSON array")
+
+    replay = _sub(subs, "replay", commands.replay, "turn recorded runs into spans and run the chain over them",
+                  "Read recorded runs (headless streams, session-store files, folders of them) into spans, run the "
+                  "chain over every turn, print each turn's summary and, as text, its tree.")
+    replay.add_argument("files", nargs="+", metavar="FILE", type=_path,
+                        help="recorded runs: files or folders (- reads standard input)")
+    _add_harness_and_manifest(replay)
+    _format(replay, "text (summary and tree), or one JSON object per turn")
+    replay.add_argument("--strict", action="store_true",
+                        help="a bad line, or a --harness that does not match the stream, is an error (exit 2)")
+
+    run = _sub(subs, "run", commands.run, "run a harness, trace its tool calls live, stop it when it wedges",
+               "Run a coding-agent CLI in its own process group, pass its standard output through, turn its tool "
+               "calls into spans as they arrive, and end the group when a plugin stops the turn (exit 75).")
+    _add_harness_and_manifest(run)
+    run.add_argument("--retries", type=_non_negative(int), default=0, metavar="N",
+                     help="rerun a stopped command up to N times, each attempt a turn of its own")
+    run.add_argument("--log", type=_path, metavar="FILE", help="append the harness's standard output to this file "
+                     "too (a log that cannot be written is reported; the run goes on)")
+    run.add_argument("--grace", type=_non_negative(float), default=3.0, metavar="SECONDS",
+                     help="seconds between SIGTERM and SIGKILL")
+    run.add_argument("--telemetry", action="store_true", help="guard the command through its own OTLP export "
+                     "(a receiver on a loopback port; the command keeps the terminal) instead of its output stream")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
+
+    show = _sub(subs, "show", commands.show, "draw the turns of an OTLP JSON lines traces file as a tree",
+                "Draw every turn of a traces file: repeated calls folded with a count, the loop and the stop "
+                "marked. With no FILE, the embedded default's folder.")
+    show.add_argument("file", nargs="?", type=_path, metavar="FILE",
+                      help="traces.jsonl, or the folder the embedded default writes to (default: that folder)")
+    show.add_argument("--max-calls", type=_positive_int, default=40, metavar="N",
+                      help="lines drawn per turn before the middle is elided (marked lines are always drawn)")
+    _format(show, "text (the tree), or one JSON object per turn with its calls")
+
+    register_analyze(subs, formatter=_Formatter, parents=[_common()], epilog=codes.TABLE, path_type=_path)
+    register_serve(subs)
+    register_hooks(subs)
+    return parser
+
+
+def _tolerant_streams() -> None:
+    """An output encoding that cannot show a character (PYTHONIOENCODING=latin-1) replaces it, never raises."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # a stream already written to in another mode: leave it be
+                continue
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; returns the exit code (see :data:`otel_toolchain.cli.codes.TABLE`)."""
+    _tolerant_streams()
     try:
-        code: int = args.handler(args)
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse has already printed
+        return exc.code if isinstance(exc.code, int) else codes.USAGE
+    setup_logging(getattr(args, "verbosity", 0))
+    ctx = commands.context_of(os.environ)
+    try:
+        code: int = args.handler(args, ctx)
     except ToolchainError as exc:
         print(f"otel-toolchain: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        code = codes.USAGE
+    except BrokenPipeError:
+        ctx.out.gone = True
+        code = codes.OK
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        logging.getLogger("otel_toolchain").handlers[:] = [
+            h for h in logging.getLogger("otel_toolchain").handlers if not getattr(h, "_otel_toolchain_cli", False)]
+    if not ctx.out.gone:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            ctx.out.gone = True
+    if ctx.out.gone:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from otel_toolchain.cli import commands as cli_commands
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.pipeline import Pipeline
 from otel_toolchain.manifest import Manifest
@@ -90,9 +91,7 @@ def _run_on_stop(command: str, stop: StopSignal) -> None:
 def start_guard(manifest: Manifest, listen: tuple[str, int], grpc_address: tuple[str, int] | None,
                 on_stop_command: str | None = None, *, idle_s: float = 300.0, quiet: bool = False) -> Guard:
     """Start the pipeline, the chain, the receiver and its servers; raises ToolchainError when it cannot listen."""
-    from otel_toolchain.cli.main import start_telemetry  # noqa: PLC0415 (main registers this module)
-
-    pipeline, chain, _recorder = start_telemetry(manifest)
+    pipeline, chain, _recorder = cli_commands.start_telemetry(manifest, cli_commands.context_of(os.environ))
     forwarder = forwarder_for(manifest.export, os.environ, pipeline.output_dir)
     if f"{listen[0]}:{listen[1]}" in forwarder.destination and listen[1] != 0:
         raise ToolchainError(f"the export goes to the receiver itself ({forwarder.destination}): it would loop; "
@@ -120,10 +119,9 @@ def start_guard(manifest: Manifest, listen: tuple[str, int], grpc_address: tuple
     return Guard(pipeline, receiver, intake, forwarder, http, grpc_server, commands)
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from otel_toolchain.cli.main import _load_manifest, finish_telemetry  # noqa: PLC0415
-
-    guard = start_guard(_load_manifest(args.manifest), args.listen, args.grpc, args.on_stop, idle_s=args.idle)
+def _serve(args: argparse.Namespace, _ctx: object = None) -> int:
+    manifest = cli_commands.load_manifest(args.manifest)
+    guard = start_guard(manifest, args.listen, args.grpc, args.on_stop, idle_s=args.idle)
     grpc_text = f" and OTLP/gRPC on {guard.grpc.host}:{guard.grpc.port}" if guard.grpc else ""
     print(f"otel-toolchain: receiving OTLP/HTTP on {guard.http.endpoint}{grpc_text}; forwarding to "
           f"{guard.forwarder.destination}", file=sys.stderr, flush=True)
@@ -139,7 +137,7 @@ def _serve(args: argparse.Namespace) -> int:
         for signo, handler in previous.items():
             signal.signal(signo, handler)
         guard.close()
-        finish_telemetry(guard.pipeline)
+        cli_commands.finish_telemetry(guard.pipeline)
     return 0
 
 

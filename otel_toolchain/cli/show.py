@@ -1,144 +1,162 @@
-"""Render turns as a readable tree: from an OTLP JSON lines traces file, or from replay outcomes.
+"""Read the turns of an OTLP JSON lines traces file back as :class:`~otel_toolchain.outcome.TurnOutcome` s.
 
-::
-
-    turn claude-code  session 3f2c…  12 calls, 2 failed  STOPPED by repeat_guard at call 12
-    ├─ Bash        exec     1.2 s   git status
-    ├─ Read        read     0 ms
-    └─ Bash        exec     0.3 s   FAILED exit_code_1
+``otel-toolchain show`` draws them with :mod:`otel_toolchain.cli.tree`, the same way ``replay``
+and ``run`` draw the turns they recorded. A turn is an ``invoke_agent`` span that is no sub-agent
+of another; its tool calls are the ``execute_tool`` spans under it, numbered in the order they
+ended (the order the chain saw them); its stop, shadow stop and nudges come from its span events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
-from otel_toolchain.export.otlp_json import read_otlp_json_lines
+from otel_toolchain.errors import StreamError
+from otel_toolchain.outcome import CallRecord, TurnOutcome, summary
+from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
 
-__all__ = ["RenderedTurn", "render_turns", "turns_from_otlp_file"]
+__all__ = ["turns_from_otlp_file"]
 
 _STATUS_ERROR = 2
 
 
-@dataclass
-class _Call:
-    tool: str
-    cls: str
-    ms: int
-    failed: bool
-    error_type: str | None
-    children: list[_Call] = field(default_factory=list)
-
-
-@dataclass
-class RenderedTurn:
-    """A turn as the tree shows it."""
-
-    name: str
-    session_id: str | None
-    calls: list[_Call]
-    stop: dict[str, Any] | None
-    trace_id: str = ""
-
-
-def _attributes(span: dict[str, Any]) -> dict[str, Any]:
-    values = {}
-    for attribute in span.get("attributes", []):
+def _attributes(item: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for attribute in item.get("attributes", []):
         value = attribute.get("value", {})
-        values[attribute["key"]] = next(iter(value.values()), None) if value else None
+        inner = next(iter(value.values()), None) if value else None
+        if isinstance(inner, dict) and "values" in inner:  # arrayValue
+            inner = [next(iter(v.values()), None) for v in inner["values"]]
+        values[attribute["key"]] = inner
     return values
 
 
 def _spans(path: Path, offset: int) -> Iterator[dict[str, Any]]:
-    for request in read_otlp_json_lines(path, offset=offset):
-        for resource_spans in request.get("resourceSpans", []):
-            for scope_spans in resource_spans.get("scopeSpans", []):
-                yield from scope_spans.get("spans", [])
+    """Every span of the file; raises StreamError naming the line for text that is no OTLP JSON traces."""
+    seen_traces = False
+    with path.open(encoding="utf-8") as lines:
+        lines.seek(offset)
+        for line_no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError:
+                raise StreamError("not OTLP JSON lines: this line is not JSON", source=str(path),
+                                  line_no=line_no) from None
+            if not isinstance(request, dict) or "resourceSpans" not in request:
+                kinds = ", ".join(sorted(request)[:3]) if isinstance(request, dict) else type(request).__name__
+                raise StreamError(f"not an OTLP JSON traces file: no resourceSpans (found {kinds})",
+                                  source=str(path), line_no=line_no)
+            seen_traces = True
+            for resource_spans in request.get("resourceSpans", []):
+                for scope_spans in resource_spans.get("scopeSpans", []):
+                    yield from scope_spans.get("spans", [])
+    if not seen_traces and offset == 0:
+        raise StreamError("empty: no traces in it", source=str(path))
 
 
-def turns_from_otlp_file(path: Path, *, offset: int = 0) -> list[RenderedTurn]:
-    """The turns (``invoke_agent`` spans) in an OTLP JSON lines traces file, in the order they ended.
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
-    ``offset`` skips the bytes before it: what earlier runs appended to the same file.
-    """
-    spans = list(_spans(path, offset))
-    by_id = {span["spanId"]: span for span in spans}
-    children: dict[str, list[dict[str, Any]]] = {}
-    for span in spans:
-        children.setdefault(span.get("parentSpanId", ""), []).append(span)
 
-    def calls_under(span_id: str) -> list[_Call]:
+def _stop(event: dict[str, Any], trace_id: int, span_id: int, shadow: bool) -> StopSignal:
+    attrs = _attributes(event)
+    tools = attrs.get(semconv.STOP_CYCLE_TOOLS) or []
+    ids = attrs.get(semconv.STOP_CYCLE_CALL_IDS) or []
+    digests = attrs.get(semconv.STOP_CYCLE_DIGESTS) or []
+    cycle = tuple(CycleCall(str(tool), (ids[i] if i < len(ids) else "") or None,
+                            str(digests[i]) if i < len(digests) else "") for i, tool in enumerate(tools))
+    return StopSignal(
+        str(attrs.get(semconv.PLUGIN, "?")), str(attrs.get(semconv.STOP_REASON, "")),
+        str(attrs.get(semconv.STOP_MESSAGE, "")), trace_id, span_id, period=_int(attrs.get(semconv.STOP_PERIOD)),
+        repeats=_int(attrs.get(semconv.STOP_REPEATS)), at_call=_int(attrs.get(semconv.STOP_AT_CALL)), cycle=cycle,
+        shadow=shadow, loop_start=_int(attrs.get(semconv.STOP_LOOP_START)),
+        loop_calls=_int(attrs.get(semconv.STOP_LOOP_CALLS)))
+
+
+class _Trace:
+    """The spans of a file, indexed by id and by parent."""
+
+    def __init__(self, spans: list[dict[str, Any]]) -> None:
+        self.by_id = {span.get("spanId", ""): span for span in spans}
+        self.children: dict[str, list[dict[str, Any]]] = {}
+        for span in spans:
+            self.children.setdefault(span.get("parentSpanId", ""), []).append(span)
+
+    def calls_under(self, span_id: str, capture: list[tuple[int, CallRecord]]) -> list[CallRecord]:
         calls = []
-        for child in sorted(children.get(span_id, []), key=lambda s: int(s.get("startTimeUnixNano", 0))):
+        for child in sorted(self.children.get(span_id, []), key=lambda s: _int(s.get("startTimeUnixNano"))):
             attrs = _attributes(child)
             if attrs.get(semconv.GEN_AI_OPERATION_NAME) != semconv.OPERATION_EXECUTE_TOOL:
-                calls.extend(calls_under(child["spanId"]))
+                calls.extend(self.calls_under(child.get("spanId", ""), capture))
                 continue
-            ms = (int(child.get("endTimeUnixNano", 0)) - int(child.get("startTimeUnixNano", 0))) // 1_000_000
-            failed = child.get("status", {}).get("code") == _STATUS_ERROR
-            calls.append(_Call(str(attrs.get(semconv.GEN_AI_TOOL_NAME, "?")), str(attrs.get(semconv.TOOL_CLASS, "")),
-                               ms, failed, attrs.get(semconv.ERROR_TYPE), calls_under(child["spanId"])))
+            start, end = _int(child.get("startTimeUnixNano")), _int(child.get("endTimeUnixNano"))
+            arguments = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+            try:
+                parsed = json.loads(arguments) if isinstance(arguments, str) else None
+            except ValueError:
+                parsed = arguments
+            record = CallRecord(0, str(attrs.get(semconv.GEN_AI_TOOL_NAME, "?")),
+                                str(attrs.get(semconv.TOOL_CLASS, "")), max(0, end - start) // 1_000_000,
+                                child.get("status", {}).get("code") == _STATUS_ERROR,
+                                attrs.get(semconv.ERROR_TYPE), attrs.get(semconv.GEN_AI_TOOL_CALL_ID),
+                                summary(parsed) if parsed is not None else "")
+            record.children = self.calls_under(child.get("spanId", ""), capture)
+            capture.append((end, record))
+            calls.append(record)
         return calls
 
+    def is_sub_agent(self, span: dict[str, Any]) -> bool:
+        parent = self.by_id.get(span.get("parentSpanId", ""))
+        while parent is not None:
+            if _attributes(parent).get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_INVOKE_AGENT:
+                return True
+            parent = self.by_id.get(parent.get("parentSpanId", ""))
+        return False
+
+
+def _turn(span: dict[str, Any], trace: _Trace, source: str) -> TurnOutcome:
+    attrs = _attributes(span)
+    trace_id, span_id = int(span.get("traceId") or "0", 16), int(span.get("spanId") or "0", 16)
+    ended: list[tuple[int, CallRecord]] = []
+    tree = trace.calls_under(span.get("spanId", ""), ended)
+    for number, (_end, record) in enumerate(sorted(ended, key=lambda pair: pair[0]), 1):
+        record.index = number
+    outcome = TurnOutcome(source, str(attrs.get(semconv.HARNESS, "")), session_id=attrs.get(
+        semconv.GEN_AI_CONVERSATION_ID), calls=len(ended), failed=sum(r.failed for _e, r in ended), tree=tree,
+        trace_id=trace_id, span_id=span_id, name=str(span.get("name", "turn")))
+    for event in span.get("events", []):
+        name = event.get("name")
+        if name == semconv.STOP_EVENT and outcome.stopped is None:
+            outcome.stopped = _stop(event, trace_id, span_id, shadow=False)
+        elif name == semconv.SHADOW_STOP_EVENT and outcome.shadow_stopped is None:
+            outcome.shadow_stopped = _stop(event, trace_id, span_id, shadow=True)
+        elif name == semconv.NUDGE_EVENT:
+            event_attrs = _attributes(event)
+            outcome.nudges.append(NudgeSignal(str(event_attrs.get(semconv.PLUGIN, "?")),
+                                              str(event_attrs.get(semconv.NUDGE_MESSAGE, "")), trace_id, span_id, 0, 0))
+    return outcome
+
+
+def turns_from_otlp_file(path: Path, *, offset: int = 0) -> list[TurnOutcome]:
+    """The turns in an OTLP JSON lines traces file, in the order they ended; ``offset`` skips earlier bytes.
+
+    Raises:
+        StreamError: the file is empty (from offset 0), not JSON lines, or holds no traces.
+        OSError, UnicodeDecodeError: it cannot be read.
+    """
+    trace = _Trace(list(_spans(path, offset)))
     turns = []
-    for span in spans:
+    for span in trace.by_id.values():
         attrs = _attributes(span)
-        if attrs.get(semconv.GEN_AI_OPERATION_NAME) != semconv.OPERATION_INVOKE_AGENT:
+        if attrs.get(semconv.GEN_AI_OPERATION_NAME) != semconv.OPERATION_INVOKE_AGENT or trace.is_sub_agent(span):
             continue
-        parent = by_id.get(span.get("parentSpanId", ""))
-        if parent is not None and _attributes(parent).get(semconv.GEN_AI_OPERATION_NAME) == "invoke_agent":
-            continue  # a sub-agent is shown inside its turn
-        stop = next((_attributes(e) for e in span.get("events", []) if e.get("name") == semconv.STOP_EVENT),
-                    None)
-        turns.append(RenderedTurn(span.get("name", "turn"), attrs.get(semconv.GEN_AI_CONVERSATION_ID),
-                                  calls_under(span["spanId"]), stop, span.get("traceId", "")))
+        turns.append(_turn(span, trace, str(path)))
     return turns
-
-
-def _count(calls: Iterable[_Call]) -> tuple[int, int]:
-    total = failed = 0
-    for call in calls:
-        sub_total, sub_failed = _count(call.children)
-        total += 1 + sub_total
-        failed += call.failed + sub_failed
-    return total, failed
-
-
-def _duration(ms: int) -> str:
-    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms} ms"
-
-
-def render_turns(turns: Iterable[RenderedTurn], *, max_calls: int = 40) -> str:
-    """The tree text; long turns show their first and last calls."""
-    lines: list[str] = []
-    for turn in turns:
-        total, failed = _count(turn.calls)
-        head = f"{turn.name}  trace {turn.trace_id[:8]}"
-        if turn.session_id:
-            head += f"  session {turn.session_id}"
-        head += f"  {total} calls, {failed} failed"
-        if turn.stop:
-            head += (f"  STOPPED by {turn.stop.get(semconv.PLUGIN)}: {turn.stop.get(semconv.STOP_MESSAGE)}")
-        lines.append(head)
-        lines.extend(_tree(turn.calls, "", max_calls))
-    return "\n".join(lines)
-
-
-def _tree(calls: list[_Call], indent: str, max_calls: int) -> list[str]:
-    shown: list[_Call | None] = list(calls)
-    if len(calls) > max_calls:
-        shown = [*calls[: max_calls // 2], None, *calls[-max_calls // 2:]]
-    lines = []
-    for position, call in enumerate(shown):
-        last = position == len(shown) - 1
-        branch = "└─ " if last else "├─ "
-        if call is None:
-            lines.append(f"{indent}{branch}… {len(calls) - max_calls} more calls …")
-            continue
-        fail = f"  FAILED {call.error_type or ''}".rstrip() if call.failed else ""
-        lines.append(f"{indent}{branch}{call.tool:<14} {call.cls:<8} {_duration(call.ms):>8}{fail}")
-        lines.extend(_tree(call.children, indent + ("   " if last else "│  "), max_calls))
-    return lines

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
+from otel_toolchain.cli import commands
 from otel_toolchain.cli.serve import start_guard
 from otel_toolchain.errors import CannotRun
 from otel_toolchain.harnesses.live import EXIT_STOPPED, _Group
@@ -55,8 +56,6 @@ def run_with_telemetry(command: Sequence[str], manifest: Manifest, *, grace_s: f
     Raises CannotRun when the command cannot be started. Must run on the main thread (it installs
     SIGINT/SIGTERM handlers for the run and restores them). Blocks until the group is gone.
     """
-    from otel_toolchain.cli.main import finish_telemetry  # noqa: PLC0415 (main imports this module)
-
     guard = start_guard(manifest, ("127.0.0.1", 0), None)
     endpoint = guard.http.endpoint
     stops: list[StopSignal] = []
@@ -86,7 +85,7 @@ def run_with_telemetry(command: Sequence[str], manifest: Manifest, *, grace_s: f
     finally:
         _hand_terminal(terminal, os.getpgrp())
         guard.close()
-        finish_telemetry(guard.pipeline)
+        commands.finish_telemetry(guard.pipeline)
     if stops:
         return EXIT_STOPPED
     return code

@@ -8,7 +8,13 @@ Where data goes, in order of precedence:
    ``OTEL_RESOURCE_ATTRIBUTES``): with an endpoint, OTLP over gRPC or HTTP/protobuf;
 3. with no endpoint anywhere, the embedded default: OTLP JSON lines files in
    ``$OTEL_TOOLCHAIN_OUTPUT_DIR``, else ``$XDG_STATE_HOME/otel-toolchain``, else
-   ``~/.local/state/otel-toolchain`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``).
+   ``~/.local/state/otel-toolchain`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``);
+   ``~`` and ``$VARS`` in ``output_dir`` and ``OTEL_TOOLCHAIN_OUTPUT_DIR`` are expanded.
+
+``OTEL_TRACES_EXPORTER``, ``OTEL_METRICS_EXPORTER`` and ``OTEL_LOGS_EXPORTER`` choose each signal's
+exporters, comma-separated as the spec has it: ``otlp`` (the default: the endpoint, else the embedded
+default, which is OTLP too, as JSON lines), ``console`` (the SDK's
+console exporters, on standard error: standard output is the command's) and ``none`` (nothing).
 
 Export never blocks the agent: spans and logs go through batch processors with bounded queues,
 metrics through a periodic reader, all exporting on their own threads. Data an exporter fails to
@@ -20,6 +26,8 @@ because a queue was full is counted by the SDK's own ``otel.sdk.processor.*.proc
 from __future__ import annotations
 
 import os
+import re
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,9 +36,15 @@ from typing import Any, Final, Literal
 
 from opentelemetry.metrics import Counter
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    ConsoleLogRecordExporter,
+    LogRecordExporter,
+    LogRecordExportResult,
+)
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter,
     MetricExporter,
     MetricExportResult,
     MetricReader,
@@ -38,16 +52,18 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from otel_toolchain import semconv
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.otlp_json import JsonLinesLogExporter, JsonLinesMetricExporter, JsonLinesSpanExporter
 
-__all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir", "signal_endpoint"]
+__all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir", "expand_path", "signal_endpoint"]
 
 OUTPUT_DIR_ENV: Final = "OTEL_TOOLCHAIN_OUTPUT_DIR"
+_VARIABLE: Final = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
+_EXPORTER_CHOICES: Final = ("otlp", "console", "none")
 _ENDPOINT_VARS: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
                          "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
 
@@ -72,10 +88,19 @@ class ExportSettings(BaseModel):
     max_queue_size: int = Field(default=2048, ge=1, le=1_000_000)
 
 
+def expand_path(text: str, environ: Mapping[str, str]) -> Path:
+    """``~`` and ``$VAR``/``${VAR}`` expanded from ``environ`` (unknown variables are left as written)."""
+    home = environ.get("HOME")
+    if text.startswith("~") and home and (len(text) == 1 or text[1] == "/"):
+        text = home + text[1:]
+    text = os.path.expanduser(text)
+    return Path(_VARIABLE.sub(lambda m: environ.get(m.group(1) or m.group(2), m.group(0)), text))
+
+
 def default_output_dir(environ: Mapping[str, str]) -> Path:
     """Where the embedded default writes, given the environment."""
     if environ.get(OUTPUT_DIR_ENV):
-        return Path(environ[OUTPUT_DIR_ENV])
+        return expand_path(environ[OUTPUT_DIR_ENV], environ)
     state = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".local" / "state")
     return Path(state) / "otel-toolchain"
 
@@ -269,19 +294,31 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     resource = _resource(settings, environ)
     counts = {"traces": 0, "metrics": 0, "logs": 0}
     dropped = {signal: _Dropped(counts, signal) for signal in counts}
+    chosen = {signal: _exporter_names(signal, environ) for signal in counts}
+    endpoint = bool(settings.endpoint or any(environ.get(var) for var in _ENDPOINT_VARS))
+    wants_otlp = any("otlp" in names for names in chosen.values())
     output_dir: Path | None = None
     traces_start = 0
-    if settings.endpoint or any(environ.get(var) for var in _ENDPOINT_VARS):
+    otlp: tuple[Any, Any, Any] | None = None
+    destinations: list[str] = []
+    if wants_otlp and endpoint:
         protocol = settings.protocol or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-        spans, metrics, logs = _otlp_exporters(settings, environ, protocol)
-        destination = f"OTLP ({protocol})"
-    else:
-        output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir(environ)
+        otlp = _otlp_exporters(settings, environ, protocol)
+        destinations.append(f"OTLP ({protocol})")
+    elif wants_otlp:
+        output_dir = expand_path(settings.output_dir, environ) if settings.output_dir else default_output_dir(environ)
         traces_start = (output_dir / "traces.jsonl").stat().st_size if (output_dir / "traces.jsonl").exists() else 0
-        spans = JsonLinesSpanExporter(output_dir / "traces.jsonl")
-        metrics = JsonLinesMetricExporter(output_dir / "metrics.jsonl")
-        logs = JsonLinesLogExporter(output_dir / "logs.jsonl")
-        destination = f"OTLP JSON lines in {output_dir}"
+        otlp = (JsonLinesSpanExporter(output_dir / "traces.jsonl"),
+                JsonLinesMetricExporter(output_dir / "metrics.jsonl"), JsonLinesLogExporter(output_dir / "logs.jsonl"))
+        destinations.append(f"OTLP JSON lines in {output_dir}")
+        if "otlp" not in chosen["traces"]:
+            output_dir = None  # no trees drawn back from a traces file this run does not write
+    if any("console" in names for names in chosen.values()):
+        destinations.append("the console (standard error)")
+    spans_out = _pick(chosen["traces"], otlp[0] if otlp else None, lambda: ConsoleSpanExporter(out=sys.stderr))
+    metrics_out = _pick(chosen["metrics"], otlp[1] if otlp else None, lambda: ConsoleMetricExporter(out=sys.stderr))
+    logs_out = _pick(chosen["logs"], otlp[2] if otlp else None, lambda: ConsoleLogRecordExporter(out=sys.stderr))
+    destination = " and ".join(destinations) or "nowhere (OTEL_*_EXPORTER=none)"
     # The Prometheus endpoint first: it can fail (a port in use), and a periodic reader made before it
     # would be left ticking with no provider, complaining at exit.
     readers: list[MetricReader] = []
@@ -289,7 +326,7 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     if settings.prometheus_port is not None:
         reader, prometheus_server = _prometheus_reader(settings.prometheus_port)
         readers.append(reader)
-    readers.insert(0, _metric_reader(metrics, settings, dropped["metrics"]))
+    readers[:0] = [_metric_reader(m, settings, dropped["metrics"]) for m in metrics_out]
     # shutdown_on_exit=False: Pipeline.shutdown bounds the wait; an atexit hook would wait again, unbounded.
     meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
     counter = meter_provider.get_meter("otel_toolchain").create_counter(
@@ -299,13 +336,36 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
         each.counter = counter
         counter.add(0, {semconv.EXPORT_SIGNAL: signal})
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    tracer_provider.add_span_processor(BatchSpanProcessor(
-        _CountingSpanExporter(spans, dropped["traces"]), max_queue_size=settings.max_queue_size))
+    for spans in spans_out:
+        tracer_provider.add_span_processor(BatchSpanProcessor(
+            _CountingSpanExporter(spans, dropped["traces"]), max_queue_size=settings.max_queue_size))
     logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(
-        _CountingLogExporter(logs, dropped["logs"]), max_queue_size=settings.max_queue_size))
+    for logs in logs_out:
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(
+            _CountingLogExporter(logs, dropped["logs"]), max_queue_size=settings.max_queue_size))
     return Pipeline(tracer_provider, meter_provider, logger_provider, destination, output_dir, counts,
                     prometheus_server, traces_start)
+
+
+def _exporter_names(signal: str, environ: Mapping[str, str]) -> list[str]:
+    """The exporters ``OTEL_<SIGNAL>_EXPORTER`` names (default ``otlp``); raises ToolchainError for others."""
+    variable = f"OTEL_{signal.upper()}_EXPORTER"
+    names = [name.strip().lower() for name in environ.get(variable, "").split(",") if name.strip()] or ["otlp"]
+    for name in names:
+        if name not in _EXPORTER_CHOICES:
+            raise ToolchainError(f"{variable}={environ.get(variable)}: unknown exporter {name!r}; use "
+                                 f"{', '.join(_EXPORTER_CHOICES)} (comma-separated)")
+    return ["none"] if "none" in names else names
+
+
+def _pick(names: list[str], otlp: Any, console: Any) -> list[Any]:
+    exporters = []
+    for name in names:
+        if name == "otlp" and otlp is not None:
+            exporters.append(otlp)
+        elif name == "console":
+            exporters.append(console())
+    return exporters
 
 
 def _metric_reader(exporter: MetricExporter, settings: ExportSettings, dropped: _Dropped) -> MetricReader:

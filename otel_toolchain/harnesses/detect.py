@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
-__all__ = ["DETECT_LINES", "HARNESSES", "STORE", "STREAM", "detect_format", "detect_harness"]
+__all__ = ["DETECT_LINES", "HARNESSES", "STORE", "STREAM", "detect_format", "detect_harness", "harness_mismatch",
+           "starts_another_run"]
 
 HARNESSES: Final = ("claude-code", "codex", "opencode", "pi")
 """The harnesses whose streams and stores are read."""
@@ -112,3 +113,33 @@ def detect_harness(first_lines: list[str]) -> str | None:
     """
     found = detect_format(first_lines)
     return found[0] if found is not None else None
+
+
+def harness_mismatch(first_lines: list[str], harness: str) -> str | None:
+    """Why ``--harness harness`` looks wrong for a run whose first lines are these, or None if it fits.
+
+    A named harness is read as given; this says when the lines are another harness's, or no
+    harness's at all, so the guard is never off without a word.
+    """
+    found = detect_harness(first_lines)
+    if found == harness:
+        return None
+    if found is None:
+        return (f"--harness {harness}: none of the first {len(first_lines)} lines looks like a {harness} "
+                "stream or session file; reading it as one anyway, which may find no tool calls")
+    return f"--harness {harness}, but the first lines are a {found} stream or session file"
+
+
+_RUN_START_MARKS = ("thread.started", '"init"', "sessionID", "agent_start", '"session"')
+
+
+def starts_another_run(line: str, harness: str) -> str | None:
+    """The harness whose run this line starts, if it is not ``harness`` (a second stream appended to a file).
+
+    Cheap for the lines of a run: only lines with a start marker (``thread.started``, Claude Code's
+    ``init``, OpenCode's ``sessionID``, Pi's ``session``/``agent_start``) are parsed.
+    """
+    if not any(mark in line for mark in _RUN_START_MARKS):
+        return None
+    found = detect_harness([line])
+    return found if found is not None and found != harness else None

@@ -123,7 +123,7 @@ class _Attempt:
 
     def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
                  log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link],
-                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
+                 max_line_bytes: int = MAX_LINE_BYTES, number: int = 1) -> None:
         self.command = command
         self.recorder = recorder
         self.harness = harness
@@ -133,6 +133,7 @@ class _Attempt:
         self.grace_s = grace_s
         self.links = links
         self.max_line_bytes = max_line_bytes
+        self.number = number
         self.stop: StopSignal | None = None
         self.latencies: list[float] = []
         self._line_time = 0.0
@@ -258,9 +259,14 @@ class _Attempt:
 
     def _start_reading(self, head: list[str], group: _Group) -> tuple[StreamReader | None, SpanWriter | None]:
         # The same detection window as a replay of the --log, so both reach the same verdict.
-        if self.harness == "none" or (self.harness == "auto" and detect_harness(head) is None
-                                      and len(head) < DETECT_LINES):
+        found = detect_harness(head)
+        if self.harness == "none" or (self.harness == "auto" and found is None and len(head) < DETECT_LINES):
             return None, None
+        if self.harness != "auto" and found is not None and found != self.harness:
+            # A wrong --harness would read nothing and leave the turn unguarded: auto-detection takes over.
+            print(f"otel-toolchain: warning: --harness {self.harness}, but the output is a {found} stream: "
+                  f"reading it as {found}", file=sys.stderr)
+            self.harness = "auto"
         try:
             harness, _kind, reader = reader_of(head, self.harness, self.strict, source=" ".join(self.command[:1]))
         except StreamError:
@@ -277,7 +283,7 @@ class _Attempt:
             self._watchers.append(watcher)
 
         writer = SpanWriter(self.recorder, source=" ".join(self.command), harness=harness, on_stop=on_stop,
-                            links=self.links)
+                            links=self.links, attempt=self.number)
         return reader, writer
 
     def _feed(self, text: str, line_no: int) -> None:
@@ -302,7 +308,7 @@ def run_harness(
     """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
 
     Raises:
-        CannotRun: the command could not be started, or the log could not be opened.
+        CannotRun: the command could not be started (a log that cannot be opened is only reported).
         ValueError: ``retries`` or ``grace_s`` is negative, or ``max_line_bytes`` below 1.
 
     Must be called from the main thread (it installs SIGINT and SIGTERM handlers for the run and
@@ -322,14 +328,16 @@ def run_harness(
 
     try:
         log = _open_private(log_path) if log_path is not None else None
-    except OSError as exc:
-        raise CannotRun(f"cannot open the log {str(log_path)!r}: {exc.strerror or exc}") from exc
+    except OSError as exc:  # the log is a copy: losing it must not leave the run unguarded or unstarted
+        print(f"otel-toolchain: warning: cannot open the log {str(log_path)!r}: {exc.strerror or exc}; running "
+              "without it", file=sys.stderr, flush=True)
+        log = None
     previous = {signo: signal.signal(signo, forward) for signo in (signal.SIGINT, signal.SIGTERM)}
     links: list[Link] = []
     try:
-        for _attempt in range(retries + 1):
+        for number in range(1, retries + 2):
             attempt = _Attempt(command, recorder, harness=harness, strict=strict, log=log, out=out,
-                               grace_s=grace_s, links=links, max_line_bytes=max_line_bytes)
+                               grace_s=grace_s, links=links, max_line_bytes=max_line_bytes, number=number)
             code, outcomes = attempt.run(group_holder)
             result.outcomes.extend(outcomes)
             result.stop_latencies_s.extend(attempt.latencies)
@@ -340,7 +348,7 @@ def run_harness(
                 break
             result.stops.append(attempt.stop)
             result.exit_code = EXIT_STOPPED
-            print(_stop_line(attempt.stop), file=sys.stderr, flush=True)
+            print(_stop_line(attempt.stop, number, retries + 1), file=sys.stderr, flush=True)
             links = [Link(SpanContext(attempt.stop.trace_id, attempt.stop.span_id, is_remote=False,
                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)))]
     finally:
@@ -366,6 +374,7 @@ def _check_runnable(program: str) -> None:
     raise CannotRun(f"cannot run {program!r}: {reason}")
 
 
-def _stop_line(stop: StopSignal) -> str:
+def _stop_line(stop: StopSignal, number: int = 1, attempts: int = 1) -> str:
     cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
-    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}"
+    which = f" (attempt {number} of {attempts})" if attempts > 1 else ""
+    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; cycle: {cycle}"

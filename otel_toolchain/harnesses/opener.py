@@ -8,6 +8,7 @@ the first :data:`~otel_toolchain.harnesses.detect.DETECT_LINES` lines, the same 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -15,12 +16,22 @@ from itertools import chain, islice
 
 from otel_toolchain.errors import StreamError
 from otel_toolchain.harnesses._base import StreamReader
-from otel_toolchain.harnesses.detect import DETECT_LINES, HARNESSES, STORE, STREAM, detect_format
+from otel_toolchain.harnesses.detect import (
+    DETECT_LINES,
+    HARNESSES,
+    STORE,
+    STREAM,
+    detect_format,
+    harness_mismatch,
+    starts_another_run,
+)
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.stores import store_reader_for
 from otel_toolchain.harnesses.streams import reader_for
 
 __all__ = ["Opened", "open_lines", "read_stream", "reader_of"]
+
+_log = logging.getLogger("otel_toolchain")
 
 
 @dataclass(frozen=True)
@@ -36,14 +47,20 @@ def reader_of(head: list[str], harness: str = "auto", strict: bool = False, *, s
               skip: Collection[str] = (), calls_only: bool = False) -> tuple[str, str, StreamReader]:
     """(harness, kind, a fresh reader) for a run whose first lines are ``head``.
 
-    ``harness="auto"`` recognises it; a named harness is taken as given, and a session-store file of
-    that harness is still read by its store reader. ``skip`` and ``calls_only`` go to store readers
-    (see :func:`~otel_toolchain.harnesses.stores.store_reader_for`).
+    ``harness="auto"`` recognises it; a named harness is taken as given (with a warning on the
+    ``otel_toolchain`` logger when the lines look like another harness's or none's; ``strict``: an
+    error), and a session-store file of that harness is still read by its store reader. ``skip`` and
+    ``calls_only`` go to store readers (see :func:`~otel_toolchain.harnesses.stores.store_reader_for`).
 
     Raises:
-        StreamError: ``auto`` and the lines are no stream or store file of a known harness.
+        StreamError: ``auto`` and the lines are no stream or store file of a known harness; ``strict``
+            and a named harness the lines do not match.
     """
     found = detect_format(head)
+    if harness != "auto" and (problem := harness_mismatch(head, harness)) is not None:
+        if strict:
+            raise StreamError(problem, source=source, line_no=1)
+        _log.warning("%s: %s", source, problem)
     if harness == "auto":
         if found is None:
             raise StreamError(f"not a stream of any of {', '.join(HARNESSES)}, nor a session-store file; "
@@ -72,7 +89,7 @@ def open_lines(lines: Iterable[str], harness: str = "auto", strict: bool = False
     if not any(line.strip() for line in head):
         return None
     name, kind, reader = reader_of(head, harness, strict, source=source, skip=skip, calls_only=calls_only)
-    return Opened(name, kind, _events(reader, chain(head, it), clock))
+    return Opened(name, kind, _events(reader, chain(head, it), clock, name, source))
 
 
 def read_stream(lines: Iterable[str], harness: str = "auto", strict: bool = False,
@@ -82,13 +99,19 @@ def read_stream(lines: Iterable[str], harness: str = "auto", strict: bool = Fals
     return opened.events if opened is not None else iter(())
 
 
-def _events(reader: StreamReader, lines: Iterable[str], clock: Callable[[], int] | None) -> Iterator[Event]:
+def _events(reader: StreamReader, lines: Iterable[str], clock: Callable[[], int] | None, harness: str,
+            source: str) -> Iterator[Event]:
     if clock is None:
         fixed = time.time_ns()
         clock = lambda: fixed  # noqa: E731
     feed = reader.feed
+    warned = False
     for line_no, line in enumerate(lines, 1):
         events = feed(line, line_no, clock())
         if events:
             yield from events
+        elif not warned and line_no > DETECT_LINES and (other := starts_another_run(line, harness)) is not None:
+            warned = True  # once per run: the reader skips the rest of the other stream's lines
+            _log.warning("%s:%d: a %s run starts here, inside a %s run: its calls are not read (one run per "
+                         "file: split it, or replay the part on its own)", source, line_no, other, harness)
     yield from reader.close(clock())

@@ -147,6 +147,8 @@ class SpanWriter:
         failed = event.is_error if event is not None else True
         turn.end(end_ns, failed=failed, error_type="harness_error" if event is not None else "interrupted",
                  attributes=attributes)
+        if turn.turn is not None and turn.turn.shadow_stopped is not None:  # the chain tells observers no shadow stop
+            outcome.shadow_stopped = turn.turn.shadow_stopped
         self._turn, self._outcome = None, None
         self._publish(outcome)
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from otel_toolchain.analyze import Labels, analyze, render_text, to_dict
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+pytestmark = pytest.mark.shared  # every test here reads ../shared
 REAL_STREAMS = SHARED / "streams" / "real"
 SESSIONS = SHARED / "sessions"
 

@@ -55,7 +55,8 @@ def run_wrapped(cli: str, scenario: str, tmp_path: Path) -> tuple[subprocess.Com
         )
     replayed = subprocess.run([sys.executable, "-m", "otel_toolchain", "replay", "--manifest", str(manifest),
                                "--format", "json", str(tmp_path / "run.log")],
-                              env=env, capture_output=True, text=True, check=True)
+                              env=env, capture_output=True, text=True, check=False)
+    assert replayed.returncode in (0, 75), replayed.stderr  # 75: the replayed turn was stopped, as live
     turns = [json.loads(line) for line in replayed.stdout.splitlines()]
     return done, turns[0]
 

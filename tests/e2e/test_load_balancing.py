@@ -121,7 +121,7 @@ def _env(stack: TwoTier) -> dict[str, str]:
 def test_each_turn_goes_whole_to_one_sampler(two_tier: TwoTier, tmp_path: Path) -> None:
     stream = agent_turns(tmp_path / "wedges.jsonl", ["wedge"] * TURNS)
     done = run_cli(["replay", "--format", "json", str(stream)], _env(two_tier))
-    assert done.returncode == 0 and len(outcomes(done.stdout)) == TURNS, done.stdout[-1500:] + done.stderr[-1500:]
+    assert done.returncode == 75 and len(outcomes(done.stdout)) == TURNS, done.stdout[-1500:] + done.stderr[-1500:]
     offered = two_tier.tap.traces()
     assert len(offered) == TURNS and all(len(spans) == 31 for spans in offered.values())
     deadline = Deadline(40)
@@ -148,7 +148,7 @@ def test_an_agent_pointed_at_a_sampler_leaks_no_secret(two_tier: TwoTier, tmp_pa
     env = {**_env(two_tier), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": two_tier.lb_grpc,
            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://{sampler.grpc}"}
     done = run_cli(["replay", str(stream)], env)
-    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.returncode == 75, done.stderr[-1500:]  # the wedge is stopped
     traces: list[dict[str, Any]] = wait_for("both turns in the sampler's Jaeger", lambda: (
         t if len(t := sampler.jaeger.traces(SERVICE)) == 2 else None), Deadline(30), explain=two_tier.diagnostics)
     dump = repr(traces)

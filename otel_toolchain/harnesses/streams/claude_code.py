@@ -55,6 +55,8 @@ class ClaudeCodeReader(BaseReader):
 
     def __init__(self, *, strict: bool = False, source: str = "-") -> None:
         super().__init__(strict=strict, source=source)
+        self._inited = False
+        """An init line has started a run: another one while its turn is open starts a new run (``run --retries``)."""
         self._handlers = {
             "system": self._on_system,
             "assistant": self._on_assistant,
@@ -68,6 +70,9 @@ class ClaudeCodeReader(BaseReader):
     def _on_system(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         subtype = obj.get("subtype")
         if subtype == "init":
+            if self._turn_open and self._inited:  # a run cut off before its result (a killed attempt), then the next
+                self._end_turn(out, now_ns, line_no, is_error=True)
+            self._inited = True
             self.session_id = opt_str(obj, "session_id") or self.session_id
             self.model = opt_str(obj, "model") or self.model
             self.cwd = opt_str(obj, "cwd") or self.cwd

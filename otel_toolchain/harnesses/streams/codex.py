@@ -134,6 +134,8 @@ class CodexReader(BaseReader):
         }
 
     def _on_thread_started(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
+        if self._turn_open:  # the run before was cut off (a killed attempt of ``run --retries``): end its turn
+            self._end_turn(out, now_ns, line_no, is_error=True)
         self.session_id = req_str(obj, "thread_id")
 
     def _on_turn_started(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:

@@ -157,6 +157,7 @@ def test_a_fork_leaves_out_the_calls_its_parent_holds(tmp_path: Path) -> None:
     assert [e.call_id for e in alone.open().events if isinstance(e, ToolFinished)] == ["c1", "c2"]
 
 
+@pytest.mark.shared  # reads ../shared
 def test_a_compressed_rollout_reads_as_the_plain_one(tmp_path: Path) -> None:
     packed = tmp_path / "sessions" / "2025" / "09" / "24" / (ROLLOUT.name.removeprefix("agentcmd-") + ".zst")
     packed.parent.mkdir(parents=True)
@@ -168,6 +169,7 @@ def test_a_compressed_rollout_reads_as_the_plain_one(tmp_path: Path) -> None:
     assert sum(isinstance(e, ToolFinished) for e in expected) == 16
 
 
+@pytest.mark.shared  # reads ../shared
 def test_the_plain_rollout_wins_over_its_compressed_copy(tmp_path: Path) -> None:
     plain = tmp_path / "rollout-x.jsonl"
     plain.write_bytes(ROLLOUT.read_bytes())

@@ -32,6 +32,7 @@ def test_bytes_that_are_not_utf8_are_replaced(tmp_path: Path) -> None:
     assert list(iter_lines(tmp_path / "f.jsonl")) == ['{"a":"\ufffd"}']
 
 
+@pytest.mark.shared  # reads ../shared
 def test_a_line_broken_by_a_users_redaction_is_passed_over(tmp_path: Path) -> None:
     lines = CLAUDE.read_bytes().split(b"\n")
     target = next(i for i, line in enumerate(lines) if b'"tool_result"' in line)

@@ -26,6 +26,7 @@ def recorder(capture: Capture) -> AgentRecorder:
     return AgentRecorder(capture.tracer_provider, toolchain=chain, capture_content=True)
 
 
+@pytest.mark.shared  # reads ../shared
 def test_a_store_file_replays_into_spans(capture: Capture) -> None:
     outcomes = replay_path(str(SESSIONS / "codex" / "agentcmd-rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-"
                                               "dc4e48c5844a.jsonl"), recorder(capture))
@@ -35,6 +36,7 @@ def test_a_store_file_replays_into_spans(capture: Capture) -> None:
     assert {span["attributes"]["gen_ai.tool.name"] for span in tools} == {"command_execution", "update_plan"}
 
 
+@pytest.mark.shared  # reads ../shared
 def test_a_folder_replays_every_session_and_its_sub_agents(capture: Capture) -> None:
     outcomes = replay_path(str(SESSION_SHARE), recorder(capture))
     assert {Path(o.source).name for o in outcomes} >= {"0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl",
@@ -42,6 +44,7 @@ def test_a_folder_replays_every_session_and_its_sub_agents(capture: Capture) -> 
     assert sum(o.calls for o in outcomes) == 7 + 1 + 6  # two sessions and six sub-agents, one call each
 
 
+@pytest.mark.shared  # reads ../shared
 def test_a_folder_passes_over_an_unreadable_file_and_says_so(tmp_path: Path, capture: Capture,
                                                                caplog: pytest.LogCaptureFixture) -> None:
     shutil.copy(SESSIONS / "pi" / "pi-mono-large-session.jsonl", tmp_path / "a.jsonl")
@@ -63,6 +66,7 @@ def test_an_empty_file_is_no_run(tmp_path: Path, capture: Capture) -> None:
     assert replay_path(str(tmp_path / "empty.jsonl"), recorder(capture)) == []
 
 
+@pytest.mark.shared  # reads ../shared
 def test_the_command_line_replays_store_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_TOOLCHAIN_OUTPUT_DIR", str(tmp_path / "out"))

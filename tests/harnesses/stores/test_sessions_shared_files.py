@@ -19,6 +19,7 @@ from otel_toolchain.harnesses.events import BadLine, Event, ToolFinished, ToolSt
 from otel_toolchain.harnesses.runs import runs_in
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
+pytestmark = pytest.mark.shared  # every test here reads ../shared
 SESSIONS = SHARED / "sessions"
 ALL_FILES = sorted(SESSIONS.rglob("*.jsonl"))
 

@@ -67,12 +67,14 @@ def of(kind: type[E], events: list[Event]) -> list[E]:
     return [event for event in events if isinstance(event, kind)]
 
 
+@pytest.mark.shared  # reads ../shared
 def test_every_recording_is_indexed() -> None:
     assert len(RECORDINGS) == 28
     assert sorted(index_rows()) == RECORDINGS
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
+@pytest.mark.shared  # reads ../shared
 def test_real_recording_replays_cleanly_with_the_independent_counts(name: str) -> None:
     path = REAL / name
     index_lines, index_calls = index_rows()[name]
@@ -94,6 +96,7 @@ def test_real_recording_replays_cleanly_with_the_independent_counts(name: str) -
     assert end.session_id is not None and end.model == "claude-sonnet-4-6"
 
 
+@pytest.mark.shared  # reads ../shared
 def test_bash_calls_carry_the_session_cwd_and_others_do_not() -> None:
     finished = of(ToolFinished, replay(REAL / "lead__tasks__task-018__transcript.jsonl"))
     cwd = "/home/runner/work/agentic-org-v2/agentic-org-v2"
@@ -101,6 +104,7 @@ def test_bash_calls_carry_the_session_cwd_and_others_do_not() -> None:
     assert {e.cwd for e in finished if e.tool != "Bash"} == {None}
 
 
+@pytest.mark.shared  # reads ../shared
 def test_sub_agent_calls_nest_under_their_agent_call() -> None:
     path = REAL / "lead__tasks__task-022__transcript.jsonl"
     agent_id = "toolu_01DqhGaAHonLhxmSrMNK8Ufk"
@@ -123,6 +127,7 @@ def test_sub_agent_calls_nest_under_their_agent_call() -> None:
     assert {e.parent_call_id for cid, e in started.items() if cid not in child_ids} == {None}
 
 
+@pytest.mark.shared  # reads ../shared
 def test_usage_comes_from_result_and_per_message_usage_is_deduplicated_when_cut() -> None:
     path = REAL / "lead__tasks__task-018__transcript.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -148,6 +153,7 @@ def test_usage_comes_from_result_and_per_message_usage_is_deduplicated_when_cut(
     assert cut.usage.cache_read_tokens == sum(u["cache_read_input_tokens"] for u in per_message.values())
 
 
+@pytest.mark.shared  # reads ../shared
 def test_truncated_stream_fails_the_open_call_as_interrupted_and_ends_the_turn() -> None:
     lines = (SHARED / "streams" / "samples" / "claude-code.jsonl").read_text(encoding="utf-8").splitlines()
     events = replay(lines[:12], clock=5)
@@ -166,6 +172,7 @@ def test_truncated_stream_fails_the_open_call_as_interrupted_and_ends_the_turn()
     assert len(of(ToolStarted, events)) == len(of(ToolFinished, events)) == 5
 
 
+@pytest.mark.shared  # reads ../shared
 def test_live_feed_measures_durations_from_arrival_times() -> None:
     reader = ClaudeCodeReader()
     lines = (SHARED / "streams" / "samples" / "claude-code.jsonl").read_text(encoding="utf-8").splitlines()

@@ -124,6 +124,7 @@ def test_a_future_running_line_starts_the_call_and_close_interrupts_it() -> None
     ]
 
 
+@pytest.mark.shared  # reads ../shared
 def test_truncated_sample_and_malformed_lines() -> None:
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     mangled = [lines[0], lines[1][:80], '{"type":"tool_use","part":{"tool":"read"}}', "", *lines[2:4]]

@@ -27,6 +27,7 @@ from otel_toolchain.harnesses.streams import (
 )
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
+pytestmark = pytest.mark.shared  # every test here reads ../shared
 SAMPLES = {
     "claude-code": SHARED / "streams" / "samples" / "claude-code.jsonl",
     "codex": SHARED / "streams" / "samples" / "codex.jsonl",

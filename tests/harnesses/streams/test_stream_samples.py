@@ -12,6 +12,7 @@ from otel_toolchain.harnesses.opener import read_stream
 from otel_toolchain.harnesses.streams import Event, Retry, ToolFinished, ToolStarted, TurnEnded, TurnStarted, Usage
 
 SAMPLES = Path(__file__).resolve().parents[3].parent / "shared" / "streams" / "samples"
+pytestmark = pytest.mark.shared  # every test here reads ../shared
 T = 1_700_000_000_000_000_000
 """The replay clock: one time for every line, so calls without stream times last 0."""
 
