@@ -29,7 +29,7 @@ ALLOWED = {
     "analyze": {"harnesses", "plugins", "manifest"},
     "receiver": {"export", "harnesses"},
     "hooks": {"manifest"},
-    "cli": {"analyze", "export", "harnesses", "hooks", "integrations", "manifest", "plugins", "receiver"},
+    "cli": {"__init__", "analyze", "export", "harnesses", "hooks", "integrations", "manifest", "plugins", "receiver"},
     "__main__": {"cli"},
 }
 # Parts that may not even import the core, beyond these modules.
@@ -53,10 +53,16 @@ def runtime_imports(path: Path) -> Iterator[str]:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = ([node.module] if node.module != "otel_toolchain"
-                     else [f"otel_toolchain.{alias.name}" for alias in node.names])
+                     else [_from_package(alias.name) for alias in node.names])
             yield from (name for name in names if name.startswith("otel_toolchain"))
         elif isinstance(node, ast.Import):
             yield from (a.name for a in node.names if a.name.startswith("otel_toolchain"))
+
+
+def _from_package(name: str) -> str:
+    """``from otel_toolchain import name``: the submodule, or the package's own surface."""
+    is_module = (PACKAGE / f"{name}.py").exists() or (PACKAGE / name / "__init__.py").exists()
+    return f"otel_toolchain.{name}" if is_module else "otel_toolchain"
 
 
 def source_files() -> list[Path]:

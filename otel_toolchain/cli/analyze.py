@@ -24,13 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from otel_toolchain.analyze import Labels, analyze, render_text, to_dict
-from otel_toolchain.analyze.plot import write_plot
 from otel_toolchain.cli import codes
-from otel_toolchain.cli.progress import Progress
 from otel_toolchain.harnesses.detect import HARNESSES
-from otel_toolchain.harnesses.runs import expand
-from otel_toolchain.manifest import Manifest
 
 __all__ = ["register", "run_analyze"]
 
@@ -82,6 +77,13 @@ def _plot_problem(plot: str) -> str | None:
 
 def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
     """The handler: analyse, print the report on standard output, draw the plot if asked."""
+    # Imported here, not at the top: the command line's parser (and --help) imports this module.
+    from otel_toolchain.analyze import Labels, analyze, render_text, to_dict  # noqa: PLC0415
+    from otel_toolchain.analyze.plot import write_plot  # noqa: PLC0415
+    from otel_toolchain.cli.progress import Progress  # noqa: PLC0415
+    from otel_toolchain.harnesses.runs import expand  # noqa: PLC0415
+    from otel_toolchain.manifest import Manifest  # noqa: PLC0415
+
     missing = [path for path in args.paths if not Path(path).exists()]
     if missing:
         for path in missing:

@@ -19,6 +19,7 @@ from typing import Any
 
 from otel_toolchain import semconv
 from otel_toolchain.chain import stop_event_attributes
+from otel_toolchain.cli.agent_commands import hook_arguments
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.pipeline import build_pipeline, default_output_dir
 from otel_toolchain.hooks import settings
@@ -27,7 +28,7 @@ from otel_toolchain.hooks.state import remove_stale
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.signals import StopSignal
 
-__all__ = ["hook_command", "register"]
+__all__ = ["hook_command", "hook_main"]
 
 STATE_DIR_ENV = "OTEL_TOOLCHAIN_HOOK_STATE_DIR"
 
@@ -110,32 +111,13 @@ def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
     return 0
 
 
-def _hook_arguments(hook: argparse.ArgumentParser) -> None:
-    hook.add_argument("agent", choices=("claude-code",))
-    hook.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
-    hook.set_defaults(handler=_hook)
-
-
 def hook_main(argv: list[str]) -> int:
     """``otel-toolchain hook …`` without the rest of the command line (it runs on every tool call)."""
     parser = argparse.ArgumentParser(prog="otel-toolchain hook", description=__doc__.splitlines()[0])
-    _hook_arguments(parser)
+    hook_arguments(parser)
     args = parser.parse_args(argv)
     try:
         return _hook(args)
     except ToolchainError as exc:  # a bad manifest: said on stderr, the session goes on
         print(f"otel-toolchain hook: {exc}", file=sys.stderr)
         return 1
-
-
-def register(commands: Any) -> None:
-    """Add ``hook`` and ``hooks`` to the command line's subcommands."""
-    _hook_arguments(commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on "
-                                        "stdin)"))
-    hooks = commands.add_parser("hooks", help="add the hook to an agent's settings, or remove it")
-    hooks.add_argument("action", choices=("install", "uninstall"))
-    hooks.add_argument("agent", choices=("claude-code",))
-    hooks.add_argument("--scope", choices=("project", "user"), default="project",
-                       help="project: ./.claude/settings.json (default); user: ~/.claude/settings.json")
-    hooks.add_argument("--manifest", help="the manifest the installed hook runs with")
-    hooks.set_defaults(handler=_hooks)

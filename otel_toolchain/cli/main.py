@@ -13,13 +13,14 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
+from importlib import import_module
+from typing import Any
 
 from otel_toolchain import __version__
-from otel_toolchain.cli import codes, commands
+from otel_toolchain.cli import codes
+from otel_toolchain.cli.agent_commands import register as register_agent_commands
 from otel_toolchain.cli.analyze import register as register_analyze
-from otel_toolchain.cli.hook import register as register_hooks
 from otel_toolchain.cli.output import setup_logging
-from otel_toolchain.cli.serve import register as register_serve
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.harnesses.detect import HARNESSES
 
@@ -29,7 +30,19 @@ _DESCRIPTION = ("OpenTelemetry for AI agents' tool use: every tool call a span, 
                 "classifies, counts and stops an agent going round the same cycle of calls.")
 _HARNESS_HELP = ("the CLI that wrote the stream: auto recognises it from the first lines; a named harness "
                  "that does not match them is a warning (under run: auto-detection takes over)")
-_Handler = Callable[[argparse.Namespace, commands.Context], int]
+_Handler = Callable[[argparse.Namespace, Any], int]
+
+
+def _lazy(name: str) -> _Handler:
+    """The handler ``name`` of :mod:`otel_toolchain.cli.commands`, imported when a command runs:
+    the parser (and so ``--help``) is built without the chain, the SDK or the exporters."""
+
+    def handler(args: argparse.Namespace, ctx: Any) -> int:
+        result: int = getattr(import_module("otel_toolchain.cli.commands"), name)(args, ctx)
+        return result
+
+    handler.__name__ = name
+    return handler
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -102,16 +115,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subs = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
 
-    check = _sub(subs, "check", commands.check, "check a manifest and print the chain it would run",
+    check = _sub(subs, "check", _lazy("check"), "check a manifest and print the chain it would run",
                  "Load a pack's manifest, build every plugin, and print the chain in order with its settings.")
     check.add_argument("manifest", type=_path, help="the pack's TOML manifest")
     _format(check, "text, or one JSON object")
 
-    plugins = _sub(subs, "plugins", commands.plugins, "list the installed plugins",
+    plugins = _sub(subs, "plugins", _lazy("plugins"), "list the installed plugins",
                    "List the plugins installed as otel_toolchain.plugins entry points: name, object, distribution.")
     _format(plugins, "text (tab-separated), or a JSON array")
 
-    replay = _sub(subs, "replay", commands.replay, "turn recorded runs into spans and run the chain over them",
+    replay = _sub(subs, "replay", _lazy("replay"), "turn recorded runs into spans and run the chain over them",
                   "Read recorded runs (headless streams, session-store files, folders of them) into spans, run the "
                   "chain over every turn, print each turn's summary and, as text, its tree.")
     replay.add_argument("files", nargs="+", metavar="FILE", type=_path,
@@ -121,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--strict", action="store_true",
                         help="a bad line, or a --harness that does not match the stream, is an error (exit 2)")
 
-    run = _sub(subs, "run", commands.run, "run a harness, trace its tool calls live, stop it when it wedges",
+    run = _sub(subs, "run", _lazy("run"), "run a harness, trace its tool calls live, stop it when it wedges",
                "Run a coding-agent CLI in its own process group, pass its standard output through, turn its tool "
                "calls into spans as they arrive, and end the group when a plugin stops the turn (exit 75).")
     _add_harness_and_manifest(run)
@@ -135,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(a receiver on a loopback port; the command keeps the terminal) instead of its output stream")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
 
-    show = _sub(subs, "show", commands.show, "draw the turns of an OTLP JSON lines traces file as a tree",
+    show = _sub(subs, "show", _lazy("show"), "draw the turns of an OTLP JSON lines traces file as a tree",
                 "Draw every turn of a traces file: repeated calls folded with a count, the loop and the stop "
                 "marked. With no FILE, the embedded default's folder.")
     show.add_argument("file", nargs="?", type=_path, metavar="FILE",
@@ -145,8 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     _format(show, "text (the tree), or one JSON object per turn with its calls")
 
     register_analyze(subs, formatter=_Formatter, parents=[_common()], epilog=codes.TABLE, path_type=_path)
-    register_serve(subs)
-    register_hooks(subs)
+    register_agent_commands(subs)
     return parser
 
 
@@ -169,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a usage error argparse has already printed
         return exc.code if isinstance(exc.code, int) else codes.USAGE
     setup_logging(getattr(args, "verbosity", 0))
-    ctx = commands.context_of(os.environ)
+    ctx = import_module("otel_toolchain.cli.commands").context_of(os.environ)
     try:
         code: int = args.handler(args, ctx)
     except ToolchainError as exc:

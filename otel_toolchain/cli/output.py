@@ -16,9 +16,10 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator, Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from otel_toolchain.cli.tree import ASCII, UNICODE, Screen
+if TYPE_CHECKING:
+    from otel_toolchain.cli.tree import Screen
 
 __all__ = ["Out", "note", "screen_for", "setup_logging", "warn"]
 
@@ -67,6 +68,9 @@ def screen_for(stream: TextIO, environ: Mapping[str, str]) -> Screen:
         color = True
     else:
         color = tty and environ.get("TERM") != "dumb"
+    # Imported here: the tree brings rich, which --help (this module's first user) does without.
+    from otel_toolchain.cli.tree import ASCII, UNICODE, Screen  # noqa: PLC0415
+
     return Screen(width, color, UNICODE if _encodes(stream, "├─│└\u00d7…◀↻") else ASCII)
 
 

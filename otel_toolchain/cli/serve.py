@@ -30,23 +30,9 @@ from otel_toolchain.receiver.http_server import OtlpHttpServer
 from otel_toolchain.receiver.intake import Intake
 from otel_toolchain.signals import StopSignal
 
-__all__ = ["Guard", "parse_address", "register", "start_guard", "stop_line"]
+__all__ = ["Guard", "start_guard", "stop_line"]
 
 ON_STOP_TIMEOUT_S = 60.0
-
-
-def parse_address(text: str, default_port: int) -> tuple[str, int]:
-    """``HOST:PORT`` (or ``HOST``, or ``:PORT``) as a pair; raises argparse's error on a bad one."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = text, str(default_port)
-    try:
-        number = int(port)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r}") from exc
-    if not 0 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range: {text!r}")
-    return host or "127.0.0.1", number
 
 
 def stop_line(stop: StopSignal) -> str:
@@ -139,19 +125,3 @@ def _serve(args: argparse.Namespace, _ctx: object = None) -> int:
         guard.close()
         cli_commands.finish_telemetry(guard.pipeline)
     return 0
-
-
-def register(commands: Any) -> None:
-    """Add ``serve`` to the command line's subcommands."""
-    serve = commands.add_parser("serve", help="receive agents' own OTLP, run the chain on their tool calls, "
-                                "forward everything", description=__doc__.splitlines()[0])
-    serve.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
-    serve.add_argument("--listen", type=lambda t: parse_address(t, 4318), default=("127.0.0.1", 4318),
-                       metavar="HOST:PORT", help="OTLP/HTTP address (default 127.0.0.1:4318)")
-    serve.add_argument("--grpc", type=lambda t: parse_address(t, 4317), default=None, metavar="HOST:PORT",
-                       help="also receive OTLP/gRPC here (e.g. 127.0.0.1:4317)")
-    serve.add_argument("--on-stop", metavar="CMD", help="run CMD (through the shell) with the StopSignal JSON "
-                       "on its standard input at every stop")
-    serve.add_argument("--idle", type=float, default=300.0, metavar="SECONDS",
-                       help="close a turn whose turn span never came after this long without news (default 300)")
-    serve.set_defaults(handler=_serve)

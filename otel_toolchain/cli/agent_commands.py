@@ -1,0 +1,72 @@
+"""The arguments of ``serve``, ``hook`` and ``hooks``: light to import, so that ``--help`` is quick.
+
+The handlers live in :mod:`otel_toolchain.cli.serve` and :mod:`otel_toolchain.cli.hook` and are
+imported when their command runs (they bring the receiver, gRPC, the chain and the exporters).
+``otel-toolchain hook`` itself never comes through here: :func:`otel_toolchain.cli.main` hands it
+straight to :func:`otel_toolchain.cli.hook.hook_main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+__all__ = ["hook_arguments", "parse_address", "register"]
+
+
+def parse_address(text: str, default_port: int) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``HOST``, or ``:PORT``) as a pair; raises argparse's error on a bad one."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = text, str(default_port)
+    try:
+        number = int(port)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r}") from exc
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {text!r}")
+    return host or "127.0.0.1", number
+
+
+def _handler(module: str, name: str) -> Callable[..., int]:
+    def handler(args: argparse.Namespace, ctx: object = None) -> int:
+        result: int = getattr(import_module(f"otel_toolchain.cli.{module}"), name)(args, ctx)
+        return result
+
+    handler.__name__ = name
+    return handler
+
+
+def hook_arguments(hook: argparse.ArgumentParser) -> None:
+    """The arguments of ``otel-toolchain hook`` (here and in its own quick parser)."""
+    hook.add_argument("agent", choices=("claude-code",))
+    hook.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
+    hook.set_defaults(handler=_handler("hook", "_hook"))
+
+
+def register(commands: Any) -> None:
+    """Add ``serve``, ``hook`` and ``hooks`` to the command line's subcommands."""
+    serve = commands.add_parser("serve", help="receive agents' own OTLP, run the chain on their tool calls, "
+                                "forward everything",
+                                description="A local OTLP receiver that guards every agent sending to it.")
+    serve.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
+    serve.add_argument("--listen", type=lambda t: parse_address(t, 4318), default=("127.0.0.1", 4318),
+                       metavar="HOST:PORT", help="OTLP/HTTP address (default 127.0.0.1:4318)")
+    serve.add_argument("--grpc", type=lambda t: parse_address(t, 4317), default=None, metavar="HOST:PORT",
+                       help="also receive OTLP/gRPC here (e.g. 127.0.0.1:4317)")
+    serve.add_argument("--on-stop", metavar="CMD", help="run CMD (through the shell) with the StopSignal JSON "
+                       "on its standard input at every stop")
+    serve.add_argument("--idle", type=float, default=300.0, metavar="SECONDS",
+                       help="close a turn whose turn span never came after this long without news (default 300)")
+    serve.set_defaults(handler=_handler("serve", "_serve"))
+    hook_arguments(commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on "
+                                       "stdin)"))
+    hooks = commands.add_parser("hooks", help="add the hook to an agent's settings, or remove it")
+    hooks.add_argument("action", choices=("install", "uninstall"))
+    hooks.add_argument("agent", choices=("claude-code",))
+    hooks.add_argument("--scope", choices=("project", "user"), default="project",
+                       help="project: ./.claude/settings.json (default); user: ~/.claude/settings.json")
+    hooks.add_argument("--manifest", help="the manifest the installed hook runs with")
+    hooks.set_defaults(handler=_handler("hook", "_hooks"))
