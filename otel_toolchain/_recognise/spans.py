@@ -8,6 +8,10 @@ Recognised, whoever recorded the span (attribute names in ``integrations._shapes
   is not a tool call (it is how the agent ends).
 - turn: ``invoke_agent``/``invoke_workflow``, OpenInference ``AGENT``, Traceloop ``agent`` and
   ``workflow``, ``claude_code.interaction``. The chain takes the outermost one above a tool span.
+  Frameworks that mark no agent span get the rule of their run entry point: a span named
+  ``<X>Agent.run`` or ``<X>AgentWorkflow.run`` (LlamaIndex's workflow agents, under its own OTel
+  and OpenInference, which call it a CHAIN) is a turn, so two runs under one application span
+  are two turns. (CrewAI marks its agent under every family that records tools.)
 - retry: the recorder's ``otel_toolchain.retry`` spans, pydantic-ai's failed model request attempts,
   ``http.request.resend_count`` > 0, Claude Code's ``gen_ai.request.attempt`` events.
 
@@ -83,6 +87,8 @@ def role_of(name: str, attributes: Mapping[str, Any] | Attributes) -> Role:
             return Role.TOOL  # Traceloop names the span at start and sets everything else after
         if vendors.is_llamaindex_tool_step(name, attrs):
             return Role.TOOL
+        if vendors.is_run_entry(name):
+            return Role.TURN
         return Role.RETRY if semconv.RETRY_ATTEMPT in attrs else Role.OTHER
     if role is Role.TOOL and (attrs.get(shp.OI_TOOL_NAME) == "final_answer" or vendors.CREWAI_FAILURE in attrs):
         return Role.OTHER  # smolagents ends its run through final_answer; CrewAI records a failure twice
@@ -92,7 +98,7 @@ def role_of(name: str, attributes: Mapping[str, Any] | Attributes) -> Role:
 def _kind_role(attrs: Mapping[str, Any]) -> Role | None:
     kind = attrs.get(shp.OI_SPAN_KIND)
     if isinstance(kind, str):
-        return _OI_ROLES.get(kind)
+        return _OI_ROLES.get(kind)  # CHAIN: None, so a run entry's name can still make it a turn
     kind = attrs.get(shp.TL_SPAN_KIND)
     if kind == "task" and shp.OI_TOOL_NAME in attrs:
         return Role.TOOL  # Traceloop-LlamaIndex: its tool step is a task carrying the tool's name

@@ -32,7 +32,8 @@ from otel_toolchain.identity import canonical_json
 
 __all__ = [
     "ADK_ARGS", "ADK_RESPONSE", "CREWAI_FAILURE", "LI_INPUT_EVENT", "LI_SUMMARY", "NOT_SPECIFIED", "TL_ENTITY_INPUT",
-    "TL_ENTITY_OUTPUT", "TL_TOOL_ARGUMENTS", "Unwrapped", "agno_execution", "from_events", "is_llamaindex_tool_step",
+    "TL_ENTITY_OUTPUT", "TL_TOOL_ARGUMENTS", "Unwrapped", "agno_execution", "from_events",
+    "is_llamaindex_tool_step", "is_run_entry",
     "llamaindex_step", "unwrap_result",
 ]
 
@@ -44,6 +45,7 @@ LI_SUMMARY: Final = "llamaindex.step.input_summary"
 LI_OUTPUT_EVENT: Final = "step.output"
 ADK_ARGS: Final = "gcp.vertex.agent.tool_call_args"
 ADK_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+_RUN_SUFFIXES: Final = ("Agent.run", "AgentWorkflow.run")
 NOT_SPECIFIED: Final = "<not specified>"
 """What ADK writes for a call id (and a result) it does not have."""
 CREWAI_FAILURE: Final = "crewai.tool.failure.reason"
@@ -74,6 +76,11 @@ def from_events(events: Sequence[Any]) -> tuple[str | None, str | None]:
         elif event.name == STRANDS_RESULT_EVENT and "message" in attrs:
             result = str(attrs["message"])
     return arguments, result
+
+
+def is_run_entry(name: str) -> bool:
+    """Whether a span is a LlamaIndex agent's run (``FunctionAgent.run``, ``AgentWorkflow.run``, …)."""
+    return name.endswith(_RUN_SUFFIXES)
 
 
 def is_llamaindex_tool_step(name: str, attrs: Mapping[str, Any]) -> bool:

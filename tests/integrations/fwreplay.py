@@ -5,6 +5,12 @@ Each recorded span is started with its recorded scope, its ``start_keys`` attrib
 attributes, events and status set, and ended: children end before their parent, as the
 frameworks end them. What is faked: only the timing (sequential, as the recordings ran). The
 spans, attributes, events and statuses are the frameworks' own, as exported.
+
+One timing the recordings do not give: when, after its start, an agent or workflow span got its
+marker. Traceloop sets ``traceloop.span.kind`` right after ``start_span`` (before any child), and
+so, taken here, do the others (CrewAI's ``execute crew``): an agent span's marker
+(``gen_ai.operation.name`` invoke_agent/invoke_workflow, ``traceloop.span.kind`` agent/workflow)
+is set before its children start. Tool spans keep every late attribute late.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "frameworks"
+_TURN_MARKERS = {"gen_ai.operation.name": ("invoke_agent", "invoke_workflow"),
+                 "traceloop.span.kind": ("agent", "workflow")}
 _CODES = {"OK": StatusCode.OK, "ERROR": StatusCode.ERROR, "UNSET": StatusCode.UNSET}
 
 
@@ -46,6 +54,10 @@ def _emit(provider: TracerProvider, span: dict[str, Any], children: dict[str | N
     start = {k: attrs[k] for k in span["start_keys"] if k in attrs}
     kind = getattr(trace.SpanKind, span["kind"], trace.SpanKind.INTERNAL)
     live = tracer.start_span(span["name"], kind=kind, attributes=start)
+    marker = {k: attrs[k] for k in _TURN_MARKERS if attrs.get(k) in _TURN_MARKERS[k] and k not in start}
+    if marker:
+        live.set_attributes(marker)
+        start = {**start, **marker}
     with trace.use_span(live, end_on_exit=False):
         for child in children[span["span_id"]]:
             _emit(provider, child, children)

@@ -30,7 +30,7 @@ TURN_SPANS = {
     "llamaindex-genai": "invoke_agent weather_agent", "crewai-native": "execute crew",
     "crewai-openinference": "weather reporter._execute_core", "agno-openinference": "weather_agent.run",
     "agno-traceloop": "weather_agent.agent", "agno-genai": "invoke_agent weather_agent",
-    "adk-native-content": "invoke_workflow weather_agent", "adk-native-legacy": "invocation",
+    "adk-native-content": "invoke_workflow weather_agent", "adk-native-legacy": "invoke_agent weather_agent",
     "adk-openinference": "invoke_workflow weather_agent", "adk-native": "invoke_workflow weather_agent",
 }
 LIMIT = 25
@@ -123,3 +123,20 @@ def test_crewai_under_traceloop_shows_no_tool_span(scenario: str) -> None:
     assert sorted(s["name"] for s in capture.finished_spans()) == [
         "What is the weather in Paris?.task", "crewai.workflow", "weather reporter.agent"]
 
+
+
+@pytest.mark.parametrize("pair", ["llamaindex-native", "llamaindex-openinference", "llamaindex-traceloop",
+                                  "crewai-native", "crewai-openinference"])
+def test_two_runs_under_one_application_span_are_two_turns(pair: str) -> None:
+    """The turn rule for frameworks without an agent span: each run entry (``FunctionAgent.run``) is one."""
+    capture = Capture()
+    kit = make_kit(capture, limit=LIMIT)
+    with capture.tracer_provider.get_tracer("app").start_as_current_span("application"):
+        replay(capture.tracer_provider, load(f"{pair}-wedged"))
+        replay(capture.tracer_provider, load(f"{pair}-wedged"))
+    turns = [c["turn"] for c in kit.seen.calls]
+    assert len(turns) == 80 and turns[:40] == [turns[0]] * 40 and turns[40:] == [turns[40]] * 40
+    assert turns[0] != turns[40]
+    assert [(s.at_call, s.span_id) for s in kit.stops] == [(LIMIT, turns[0]), (LIMIT, turns[40])]
+    assert [s["calls"] for s in kit.stats] == [40, 40]
+    assert [where for where, _ in stop_events(capture)] == [turn_name(pair)] * 2
