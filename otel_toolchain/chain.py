@@ -338,18 +338,18 @@ def _mark_failed(span: Span, signal: StopSignal) -> None:
     ERROR after it would be ignored: instead the span's own ``set_status`` drops every status
     but ERROR from the stop on, and its ``end`` sets the stop's status once more.
     """
-    status = Status(StatusCode.ERROR, signal.reason)
+    stop_status = Status(StatusCode.ERROR, signal.reason)
     original_set, original_end = span.set_status, span.end
-    original_set(status)
+    original_set(stop_status)
     span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_PLUGIN_PREFIX + signal.plugin)
 
-    def set_status(value: Status | StatusCode, description: str | None = None) -> None:
-        code = value.status_code if isinstance(value, Status) else value
+    def set_status(status: Status | StatusCode, description: str | None = None) -> None:
+        code = status.status_code if isinstance(status, Status) else status
         if code is StatusCode.ERROR:
-            original_set(value, description)
+            original_set(status, description)
 
     def end(end_time: int | None = None) -> None:
-        original_set(status)
+        original_set(stop_status)
         original_end(end_time)
 
     span.set_status = set_status  # type: ignore[method-assign]
