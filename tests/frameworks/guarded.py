@@ -67,7 +67,8 @@ def crewai(family: str, chain: Toolchain, server: FakeOpenAI, weather: Weather) 
 
         from crewai.telemetry.tracing import telemetry_session
 
-        with telemetry_session(str(uuid.uuid4()), "weather_crew", processors=[RECORDER.provider._active_span_processor]):
+        processors = [RECORDER.provider._active_span_processor]  # CrewAI's own provider gets the same chain
+        with telemetry_session(str(uuid.uuid4()), "weather_crew", processors=processors):
             return kickoff(crew, toolchain=chain).raw
     return kickoff(crew, toolchain=chain).raw
 
@@ -120,7 +121,7 @@ def main() -> None:
             outcome = f"returned {RUNS[framework](family, chain, server, weather)!r}"[:200]
         except TurnStopped as stop:
             outcome = f"TurnStopped at call {stop.signal.at_call}"
-        except Exception as exc:  # noqa: BLE001 (reported, and the test fails on it)
+        except Exception as exc:  # reported: the test fails on it
             outcome = f"raised {type(exc).__qualname__}: {exc}"[:300]
         requests = MODEL_REQUESTS[0] if MODEL_REQUESTS else len(server.requests)
     print(json.dumps(summary(weather, requests, outcome, stops, reports)))
