@@ -80,7 +80,7 @@ CAPTURE_HINTS: Final[tuple[tuple[str, str], ...]] = (
     ("opentelemetry.instrumentation.openai_agents", "Traceloop: TRACELOOP_TRACE_CONTENT=true; "
      "OpenAI Agents SDK: RunConfig(trace_include_sensitive_data=True)"),
     ("opentelemetry.instrumentation.crewai", "Traceloop's CrewAI instrumentation records no tool spans: "
-     "use otel_toolchain.integrations.crewai.guard(..., hand_in_calls=True)"),
+     "use CrewAI's own telemetry (crewai.telemetry.tracing.telemetry_session) or OpenInference's"),
     ("opentelemetry.instrumentation", "Traceloop/OpenLLMetry: TRACELOOP_TRACE_CONTENT=true (the default)"),
     ("com.anthropic.claude_code", "Claude Code: OTEL_LOG_TOOL_DETAILS=1 (puts file_path on claude_code.tool; "
      "arguments and results stay in its logs)"),

@@ -114,10 +114,7 @@ def test_adk_without_content_is_not_stopped_and_names_adks_setting(caplog: pytes
 
 @pytest.mark.parametrize("scenario", ["wedged", "healthy", "failing"])
 def test_crewai_under_traceloop_shows_no_tool_span(scenario: str) -> None:
-    """Traceloop's CrewAI instrumentation records workflow, task and agent only: nothing to read.
-
-    (Its calls reach the chain through the CrewAI integration's ``hand_in_calls``; see tests/frameworks.)
-    """
+    """Traceloop's CrewAI instrumentation records workflow, task and agent only: nothing to read."""
     kit, capture = run("crewai-traceloop", scenario)
     assert kit.seen.calls == [] and kit.stops == []
     assert sorted(s["name"] for s in capture.finished_spans()) == [
