@@ -9,8 +9,10 @@
         response = run_agent(agent, "...", toolchain=toolchain)
     except TurnStopped as stop: ...
 
-The seam: the ``tool_hooks`` entry runs the call, then raises ``agno.exceptions.StopAgentRun`` if
-that call stopped the turn, so Agno asks the model nothing more. Agno ends the run normally
+The seam: the ``tool_hooks`` entry raises ``agno.exceptions.StopAgentRun`` once the turn is
+stopped. The hook runs inside the tool's span, so the stopping call's span ends (and the stop
+lands) after its hook returned: the run ends at the next call's hook, before that call runs
+(25 calls, 26 model requests for a stop at 25). Agno ends the run normally
 (``RunStatus.COMPLETED``, no exception): :func:`run_agent` raises the TurnStopped after it.
 Raising anything else from the hook or the tool ends nothing (Agno hands it to the model), and
 ``Agent.cancel_run`` ends a non-streamed run only after its whole loop.
@@ -41,13 +43,19 @@ class ToolchainToolHook:
 
     def __call__(self, function_name: str, function_call: Callable[..., Any], arguments: dict[str, Any]) -> Any:
         """Called by Agno for each tool call (its argument names are part of its hook contract)."""
+        guard = Guard.of(self._toolchain)
+        self._stop_if_stopped(guard)  # the stopping call's span ended after its hook returned
         result = function_call(**arguments)
-        signal = Guard.of(self._toolchain).stop_signal()
+        self._stop_if_stopped(guard)
+        return result
+
+    @staticmethod
+    def _stop_if_stopped(guard: Guard) -> None:
+        signal = guard.stop_signal()
         if signal is not None:
             from agno.exceptions import StopAgentRun  # noqa: PLC0415 (the framework only when used)
 
             raise StopAgentRun(f"{signal.plugin}: {signal.reason}")
-        return result
 
 
 def run_agent(agent: Any, message: Any, *, toolchain: Toolchain | None = None, **kwargs: Any) -> Any:

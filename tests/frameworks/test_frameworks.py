@@ -73,10 +73,13 @@ WEDGED = [pytest.param(*p, id=f"{p[0]}-{p[1]}", marks=KNOWN.get(p, [])) for p in
 @pytest.mark.parametrize(("framework", "family"), WEDGED)
 def test_wedged_run_ends_at_the_25th_call(framework: str, family: str) -> None:
     result = run(framework, family, "wedged")
-    assert (result["tool_calls"], result["stops"], result["stats"]) == (25, [25], [25])
-    assert result["model_requests"] == 25  # none after the stop
+    # Agno's hook runs inside the tool span: the stop is seen at the next call's hook, which refuses that
+    # call before it runs; Agno still records its span (tool_stats counts the 26 spans, 25 calls ran)
+    spans = 26 if framework == "agno" else 25
+    assert (result["tool_calls"], result["stops"], result["stats"]) == (25, [25], [spans])
+    assert result["model_requests"] == spans  # none after the stop
     assert result["outcome"] == ENDED[framework]
-    assert result["classes"] == ["network"] * 25
+    assert result["classes"] == ["network"] * spans
     (turn,) = result["stopped_turns"]
     assert (turn["status"], turn["error.type"]) == ("ERROR", "tool_plugin.repeat_guard")
 
