@@ -343,20 +343,28 @@ class Toolchain(SpanProcessor, TurnSink):
 
 
 def _mark_failed(span: Span, signal: StopSignal) -> None:
-    """Status ERROR and ``error.type`` on a stopped turn's span, re-asserted as it ends.
+    """Status ERROR and ``error.type`` on a stopped turn's span, kept until it ends.
 
-    Some frameworks set OK on their agent span just before ending it (Strands, OpenInference's
-    wrappers); the stop must survive that, so the span's own ``end`` sets the status once more.
+    Some frameworks set OK on their agent span just before ending it (Strands, CrewAI, Agno,
+    OpenInference's wrappers). The SDK keeps an OK status for good once set, so re-asserting
+    ERROR after it would be ignored: instead the span's own ``set_status`` drops every status
+    but ERROR from the stop on, and its ``end`` sets the stop's status once more.
     """
-    status = Status(StatusCode.ERROR, signal.reason)
-    span.set_status(status)
+    stop_status = Status(StatusCode.ERROR, signal.reason)
+    original_set, original_end = span.set_status, span.end
+    original_set(stop_status)
     span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_PLUGIN_PREFIX + signal.plugin)
-    original = span.end
+
+    def set_status(status: Status | StatusCode, description: str | None = None) -> None:
+        code = status.status_code if isinstance(status, Status) else status
+        if code is StatusCode.ERROR:
+            original_set(status, description)
 
     def end(end_time: int | None = None) -> None:
-        span.set_status(status)
-        original(end_time)
+        original_set(stop_status)
+        original_end(end_time)
 
+    span.set_status = set_status  # type: ignore[method-assign]
     span.end = end  # type: ignore[method-assign]
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from otel_toolchain._recognise import vendors
 from otel_toolchain.identity import canonical_json
 
 __all__ = [
@@ -64,12 +65,22 @@ EXCEPTION_TYPE: Final = "exception.type"
 #: Scope-name prefix → how to make that instrumentation record tool arguments and results.
 CAPTURE_HINTS: Final[tuple[tuple[str, str], ...]] = (
     ("pydantic-ai", "pydantic-ai: InstrumentationSettings(include_content=True) (the default)"),
+    ("strands.telemetry", "Strands: content is always recorded (span events; attributes with "
+     "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental); with StrandsAgentsToOpenInferenceProcessor, "
+     "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS"),
+    ("gcp.vertex.agent", "Google ADK: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY; "
+     "with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1, ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true (the default)"),
+    ("llamaindex.opentelemetry", "LlamaIndex's own OTel (llama-index-observability-otel): no setting, "
+     "its step summaries are always recorded"),
+    ("crewai", "CrewAI's own telemetry: content is always recorded"),
     ("opentelemetry.instrumentation.genai", "official GenAI instrumentations: "
      "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (or SPAN_AND_EVENT)"),
     ("openinference", "OpenInference: unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS "
      "(content is on by default); OpenAI Agents SDK: RunConfig(trace_include_sensitive_data=True)"),
     ("opentelemetry.instrumentation.openai_agents", "Traceloop: TRACELOOP_TRACE_CONTENT=true; "
      "OpenAI Agents SDK: RunConfig(trace_include_sensitive_data=True)"),
+    ("opentelemetry.instrumentation.crewai", "Traceloop's CrewAI instrumentation records no tool spans: "
+     "use CrewAI's own telemetry (crewai.telemetry.tracing.telemetry_session) or OpenInference's"),
     ("opentelemetry.instrumentation", "Traceloop/OpenLLMetry: TRACELOOP_TRACE_CONTENT=true (the default)"),
     ("com.anthropic.claude_code", "Claude Code: OTEL_LOG_TOOL_DETAILS=1 (puts file_path on claude_code.tool; "
      "arguments and results stay in its logs)"),
@@ -95,7 +106,7 @@ def _loads(text: str) -> Any:
 
 def normalise_arguments(raw: str) -> str:
     """The call's own arguments from ``raw``: unwrapped (as canonical JSON) when wrapped, else ``raw``."""
-    if '"input_str"' not in raw and '"sanitize_inputs_outputs"' not in raw:
+    if '"input_str"' not in raw and '"sanitize_inputs_outputs"' not in raw and not raw.startswith('{"kwargs"'):
         return raw  # not wrapped: ToolCall canonicalises it (cached), no need to parse it twice
     value = _loads(raw)
     if not isinstance(value, dict):
@@ -105,6 +116,8 @@ def normalise_arguments(raw: str) -> str:
     if "sanitize_inputs_outputs" in value and isinstance(value.get("kwargs"), dict):  # smolagents
         args = value.get("args") or []
         return canonical_json(value["kwargs"] if not args else {"args": args, "kwargs": value["kwargs"]})
+    if set(value) == {"kwargs"} and isinstance(value["kwargs"], dict):  # LlamaIndex tools (OpenInference, Traceloop)
+        return canonical_json(value["kwargs"])
     return raw
 
 
@@ -127,9 +140,20 @@ class ResultInfo:
 
 
 def normalise_result(raw: str) -> ResultInfo:
-    """``raw`` itself, or the content, call id and status of a serialised LangChain ToolMessage."""
-    if '"tool_call_id"' not in raw or raw.lstrip()[:1] != "{":
+    """``raw`` itself, or the content, call id and status of a serialised tool result.
+
+    Serialised results: LangChain ToolMessages, and the framework forms of ``vendors``.
+    """
+    first = raw.lstrip()[:1]
+    if first == "s" and (execution := vendors.agno_execution(raw)) is not None:
+        return ResultInfo(execution.text, execution.call_id, execution.failed)
+    if first == '"' and isinstance(text := _loads(raw), str):
+        return ResultInfo(text)  # CrewAI's own telemetry writes the result as a JSON string
+    if first not in ("{", "["):
         return ResultInfo(raw)
+    if '"tool_call_id"' not in raw:
+        unwrapped = vendors.unwrap_result(_loads(raw))
+        return ResultInfo(raw) if unwrapped is None else ResultInfo(*unwrapped)
     value = _loads(raw)
     message = _tool_message(value) if isinstance(value, dict) else None
     if message is None:

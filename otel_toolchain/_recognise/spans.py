@@ -8,6 +8,10 @@ Recognised, whoever recorded the span (attribute names in ``integrations._shapes
   is not a tool call (it is how the agent ends).
 - turn: ``invoke_agent``/``invoke_workflow``, OpenInference ``AGENT``, Traceloop ``agent`` and
   ``workflow``, ``claude_code.interaction``. The chain takes the outermost one above a tool span.
+  Frameworks that mark no agent span get the rule of their run entry point: a span named
+  ``<X>Agent.run`` or ``<X>AgentWorkflow.run`` (LlamaIndex's workflow agents, under its own OTel
+  and OpenInference, which call it a CHAIN) is a turn, so two runs under one application span
+  are two turns. (CrewAI marks its agent under every family that records tools.)
 - retry: the recorder's ``otel_toolchain.retry`` spans, pydantic-ai's failed model request attempts,
   ``http.request.resend_count`` > 0, Claude Code's ``gen_ai.request.attempt`` events.
 
@@ -28,6 +32,7 @@ from opentelemetry.util.types import Attributes
 
 from otel_toolchain import semconv
 from otel_toolchain._recognise import shapes as shp
+from otel_toolchain._recognise import vendors
 from otel_toolchain.calls import Retry, ToolCall
 from otel_toolchain.identity import parse_arguments
 
@@ -38,8 +43,9 @@ __all__ = [
 _TOOL_PREFIX: Final = semconv.OPERATION_EXECUTE_TOOL + " "
 _MARKERS: Final = (semconv.GEN_AI_OPERATION_NAME, shp.OI_SPAN_KIND, shp.TL_SPAN_KIND, semconv.RETRY_ATTEMPT,
                    *shp.NOT_A_TOOL_MARKERS)
-_ARGUMENT_KEYS: Final = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, shp.OI_INPUT)
-_RESULT_KEYS: Final = (semconv.GEN_AI_TOOL_CALL_RESULT, shp.OI_OUTPUT)
+_ARGUMENT_KEYS: Final = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, shp.OI_INPUT, vendors.TL_TOOL_ARGUMENTS,
+                         vendors.ADK_ARGS, vendors.TL_ENTITY_INPUT)
+_RESULT_KEYS: Final = (semconv.GEN_AI_TOOL_CALL_RESULT, shp.OI_OUTPUT, vendors.ADK_RESPONSE, vendors.TL_ENTITY_OUTPUT)
 
 
 class Role(enum.Enum):
@@ -79,17 +85,23 @@ def role_of(name: str, attributes: Mapping[str, Any] | Attributes) -> Role:
     if role is None:
         if operation is None and name.startswith(_TOOL_PREFIX):
             return Role.TOOL  # Traceloop names the span at start and sets everything else after
+        if vendors.is_llamaindex_tool_step(name, attrs):
+            return Role.TOOL
+        if vendors.is_run_entry(name):
+            return Role.TURN
         return Role.RETRY if semconv.RETRY_ATTEMPT in attrs else Role.OTHER
-    if role is Role.TOOL and attrs.get(shp.OI_TOOL_NAME) == "final_answer":
-        return Role.OTHER  # smolagents ends its run through this tool: it is not a tool call
+    if role is Role.TOOL and (attrs.get(shp.OI_TOOL_NAME) == "final_answer" or vendors.CREWAI_FAILURE in attrs):
+        return Role.OTHER  # smolagents ends its run through final_answer; CrewAI records a failure twice
     return role
 
 
 def _kind_role(attrs: Mapping[str, Any]) -> Role | None:
     kind = attrs.get(shp.OI_SPAN_KIND)
     if isinstance(kind, str):
-        return _OI_ROLES.get(kind)
+        return _OI_ROLES.get(kind)  # CHAIN: None, so a run entry's name can still make it a turn
     kind = attrs.get(shp.TL_SPAN_KIND)
+    if kind == "task" and shp.OI_TOOL_NAME in attrs:
+        return Role.TOOL  # Traceloop-LlamaIndex: its tool step is a task carrying the tool's name
     return _TL_ROLES.get(kind) if isinstance(kind, str) else None
 
 
@@ -118,14 +130,12 @@ def read_tool_call(span: ReadableSpan, *, end_ns: int | None = None, child_failu
     """
     attrs = attributes_of(span)
     context = span.get_span_context()
-    call_id = _first(attrs, (semconv.GEN_AI_TOOL_CALL_ID, shp.CC_TOOL_USE_ID, shp.OI_TOOL_ID))
+    name, arguments, call_id, text, result = _content(span, attrs)
+    has_content = text is not None or result is not None or arguments is not None
     result_failed = False
-    text, result = _first(attrs, _ARGUMENT_KEYS), _first(attrs, _RESULT_KEYS)
-    has_content = text is not None or result is not None
-    arguments: Any = None
     if text is not None:
         arguments = parse_arguments(shp.normalise_arguments(text))
-    elif shp.CC_FILE_PATH in attrs:  # Claude Code with OTEL_LOG_TOOL_DETAILS: what there is
+    elif arguments is None and shp.CC_FILE_PATH in attrs:  # Claude Code with OTEL_LOG_TOOL_DETAILS: what there is
         arguments = {shp.CC_FILE_PATH: attrs[shp.CC_FILE_PATH]}
     if result is not None:
         info = shp.normalise_result(result)
@@ -134,10 +144,24 @@ def read_tool_call(span: ReadableSpan, *, end_ns: int | None = None, child_failu
     if error_type is None and result_failed:
         error_type = semconv.ERROR_TYPE_OTHER
     return ToolCall(
-        _tool_name(span.name, attrs), arguments, result, error_type is not None, error_type, call_id,
+        name, arguments, result, error_type is not None, error_type, call_id,
         _text(attrs.get(semconv.TOOL_CWD)), span.start_time or 0, end_ns or span.end_time or time.time_ns(),
         context.trace_id if context is not None else 0, context.span_id if context is not None else 0, has_content,
     )
+
+
+def _content(span: ReadableSpan, attrs: Mapping[str, Any]) -> tuple[str, Any, str | None, str | None, str | None]:
+    """(tool name, parsed arguments, call id, argument text, result text) where the span keeps them."""
+    call_id = _first(attrs, (semconv.GEN_AI_TOOL_CALL_ID, shp.CC_TOOL_USE_ID, shp.OI_TOOL_ID))
+    if call_id == vendors.NOT_SPECIFIED:
+        call_id = None
+    if vendors.is_llamaindex_tool_step(span.name, attrs):
+        named, arguments, step_id, result = vendors.llamaindex_step(attrs, span.events)
+        return named or span.name, arguments, call_id or step_id, None, result
+    text, result = _first(attrs, _ARGUMENT_KEYS), _first(attrs, _RESULT_KEYS)
+    if text is None and result is None and span.events:
+        text, result = vendors.from_events(span.events)  # Strands' default conventions
+    return _tool_name(span.name, attrs), None, call_id, text, result
 
 
 def _tool_name(name: str, attrs: Mapping[str, Any]) -> str:

@@ -21,6 +21,16 @@ OpenAI Agents SDK    ``ToolchainInputFilter`` (``RunConfig``) raises  a user inp
                      it before the next model call                   function call outputs
 smolagents           ``ToolchainStepCallback`` raises it at the end  a paragraph after the step's
                      of the step that made the stopping call         observations
+Strands              ``ToolchainHooks``: a BeforeModelCallEvent       —
+                     hook raises it before the next model request
+LlamaIndex           ``run_agent``: ``handler.cancel_run()`` at the    —
+                     first event after the stop, then raises it
+CrewAI               ``install_hooks``: before_llm_call raises         —
+                     ``HookAborted``; ``kickoff`` raises it
+Agno                 ``ToolchainToolHook`` raises ``StopAgentRun``     —
+                     after the stopping call; ``run_agent`` raises it
+Google ADK           ``before_model_callback`` raises it before the    —
+                     next model request
 anything else        ``Guard.check()`` / ``@guard.tool`` raise it    ``Guard.take_nudges()``
                      at the next tool call of a stopped turn
 ===================  ==============================================  ==============================
@@ -39,6 +49,11 @@ names and failures only, and says so once in a log line and as
   it off;
 - OpenLLMetry/Traceloop: ``TRACELOOP_TRACE_CONTENT=true`` (the default);
 - OpenAI Agents SDK, every bridge: ``RunConfig(trace_include_sensitive_data=True)`` (the default);
+- Strands: always on (span events; attributes with
+  ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``);
+- Google ADK: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`` (schema 2, off by
+  default); schema 1: ``ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS`` (default true);
+- LlamaIndex's and CrewAI's own telemetry: no setting (always recorded);
 - Claude Code: ``OTEL_LOG_TOOL_DETAILS=1`` puts ``file_path`` on ``claude_code.tool``; arguments
   and results stay in its log events.
 """
