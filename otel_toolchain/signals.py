@@ -52,6 +52,9 @@ class StopSignal:
     """Argument fields left out of the cycle's identity (annotations such as ``description``)."""
     masked: bool = False
     """Volatile tokens of a failed result were masked to find the repetition."""
+    masks: tuple[str, ...] = ()
+    """What was masked in the cycle's failed results: kinds of volatile token (``duration``, ``time``,
+    ``thread id``...) and ``line order`` (see :data:`otel_toolchain.identity.MASK_KINDS`)."""
     note: str = ""
     """Why a verdict is shadow-only when the plugin runs in enforce mode (no content to compare)."""
 

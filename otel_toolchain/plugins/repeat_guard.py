@@ -64,6 +64,7 @@ class RepeatGuardConfig(BaseModel):
     ignore_args: dict[str, list[str]] = Field(
         default_factory=dict, description="Per tool, more argument fields left out of a call's identity.")
     mask_failures: bool = Field(default=True, description="Mask volatile tokens of failed results.")
+    unordered_failures: bool = Field(default=True, description="Compare a failed result's lines in any order.")
 
     @field_validator("limits", mode="before")
     @classmethod
@@ -205,10 +206,12 @@ class RepeatGuard(ToolPlugin):
         poll_limit: int | None = None,
         ignore_args: Mapping[str, list[str]] | None = None,
         mask_failures: bool = True,
+        unordered_failures: bool = True,
     ) -> None:
         settings = RepeatGuardConfig(limit=limit, max_period=max_period, mode=mode, nudge_at=nudge_at,
                                      limits=dict(limits or {}), poll_limit=poll_limit,
-                                     ignore_args=dict(ignore_args or {}), mask_failures=mask_failures)
+                                     ignore_args=dict(ignore_args or {}), mask_failures=mask_failures,
+                                     unordered_failures=unordered_failures)
         self.settings = settings
         self.limit = settings.limit
         self.max_period = settings.max_period
@@ -219,7 +222,8 @@ class RepeatGuard(ToolPlugin):
         self._lowest = min(self.period_limits) if self.poll_limit is None else min(*self.period_limits,
                                                                                    self.poll_limit)
         self.identity = Identity({tool: set(fields) for tool, fields in settings.ignore_args.items()},
-                                 mask_failures=settings.mask_failures)
+                                 mask_failures=settings.mask_failures,
+                                 unordered_failures=settings.unordered_failures)
         self._open: weakref.WeakSet[_GuardState] = weakref.WeakSet()
         self._open_lock = threading.Lock()
         self._streaks = Telemetry.disabled().meter.create_histogram(semconv.METRIC_TURN_REPEAT_STREAK)
@@ -227,7 +231,8 @@ class RepeatGuard(ToolPlugin):
     def describe(self) -> dict[str, Any]:
         return {"limit": self.limit, "max_period": self.max_period, "limits": dict(self.settings.limits),
                 "poll_limit": self.poll_limit, "mode": self.mode, "nudge_at": self.nudge_at,
-                "ignore_args": dict(self.settings.ignore_args), "mask_failures": self.settings.mask_failures}
+                "ignore_args": dict(self.settings.ignore_args), "mask_failures": self.settings.mask_failures,
+                "unordered_failures": self.settings.unordered_failures}
 
     def setup(self, telemetry: Telemetry) -> None:
         meter = telemetry.meter
@@ -296,11 +301,11 @@ class RepeatGuard(ToolPlugin):
         cycle = state.cycle(period)
         keys = state.identities(period)
         ignored: set[str] = set()
-        masked = False
+        masks: dict[str, None] = {}
         for call in cycle:
-            dropped, was_masked = self.identity.normalised(call)
+            dropped, kinds = self.identity.normalised(call)
             ignored.update(dropped)
-            masked = masked or was_masked
+            masks.update(dict.fromkeys(kinds))
         tools = " -> ".join(c.tool for c in cycle)
         what = "call" if period == 1 else f"cycle of {period} calls"
         loop_start = state.loop_start(period)
@@ -320,7 +325,8 @@ class RepeatGuard(ToolPlugin):
             loop_calls=turn.calls - loop_start + 1,
             loop_seconds=max(0, last.end_ns - state.starts[period - 1]) / 1e9 if state.starts[period - 1] else 0.0,
             ignored_fields=tuple(sorted(ignored)),
-            masked=masked,
+            masked=bool(masks),
+            masks=tuple(masks),
             note=_NO_CONTENT if blind and self.mode == "enforce" else "",
         )
 
