@@ -31,6 +31,7 @@ from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
+from otel_toolchain.outcome import evidence
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.signals import StopSignal
 
@@ -293,4 +294,5 @@ def run_harness(
 
 def _stop_line(stop: StopSignal) -> str:
     cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
-    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}"
+    return (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}; "
+            f"{evidence(stop)}")

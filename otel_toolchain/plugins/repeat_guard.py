@@ -100,8 +100,8 @@ class RepeatCounter:
     as ``analyze`` does.
     """
 
-    __slots__ = ("__weakref__", "best", "calls", "current", "identity", "keys", "max_period", "recent", "runs",
-                 "starts")
+    __slots__ = ("__weakref__", "best", "calls", "current", "identity", "keys", "marks", "max_period", "recent",
+                 "runs", "start_tokens", "starts")
 
     def __init__(self, max_period: int = 3, identity: Identity | None = None) -> None:
         self.max_period = max_period
@@ -112,13 +112,18 @@ class RepeatCounter:
         self.runs = [0] * max_period
         self.starts = [0] * max_period
         """Per period, the start time (ns) of the first call of the current repeated block."""
+        self.marks: deque[int | None] = deque(maxlen=max_period + 1)
+        """The turn's tokens after each of the last calls (see ``add``'s ``tokens``)."""
+        self.start_tokens: list[int | None] = [None] * max_period
+        """Per period, the turn's tokens before the first call of the current repeated block."""
         self.calls = 0
         self.current = 0
         """Repetitions of the best cycle after the last call."""
         self.best = 0
         """The most repetitions reached in the turn so far."""
 
-    def add(self, call: ToolCall) -> tuple[int, int]:
+    def add(self, call: ToolCall, tokens: int | None = None) -> tuple[int, int]:
+        """Count ``call``; ``tokens``: the turn's tokens so far, where known (for a stop's cost)."""
         recent, runs = self.recent, self.runs
         seen = len(recent)
         self.calls += 1
@@ -144,6 +149,8 @@ class RepeatCounter:
             if match:
                 if runs[index] == 0:
                     self.starts[index] = earlier[7]
+                    marks = self.marks  # the call before the block's first is index + 2 back (none: the turn start)
+                    self.start_tokens[index] = marks[-2 - index] if len(marks) >= index + 2 else None
                 runs[index] += 1
                 repeats = (runs[index] + index + 1) // (index + 1)
                 if repeats > best_repeats:  # strict: the shortest period wins a tie
@@ -152,6 +159,7 @@ class RepeatCounter:
                 runs[index] = 0
         recent.append(call)
         self.keys.append(key)
+        self.marks.append(tokens)
         self.current = best_repeats
         if best_repeats > self.best:  # noqa: PLR1730 (max() is a call on the hot path)
             self.best = best_repeats
@@ -178,6 +186,11 @@ class RepeatCounter:
 
     def cycle(self, period: int) -> list[ToolCall]:
         return list(self.recent)[-period:]
+
+
+def _spent(now: int | None, before: int | None) -> int | None:
+    """Tokens used since ``before``; a harness that reports usage had used none before its first record."""
+    return now - (before or 0) if now is not None else None
 
 
 class _GuardState(RepeatCounter):
@@ -254,7 +267,7 @@ class RepeatGuard(ToolPlugin):
         state = turn.states.get(self)
         if state is None:
             state = turn.states[self] = self._new_state()
-        period, repeats = state.add(call)
+        period, repeats = state.add(call, turn.tokens)
         if repeats == 1:
             state.nudged = False  # the streak is broken: a new one may be nudged again
             if self._lowest > 1:
@@ -324,6 +337,7 @@ class RepeatGuard(ToolPlugin):
             loop_start=loop_start,
             loop_calls=turn.calls - loop_start + 1,
             loop_seconds=max(0, last.end_ns - state.starts[period - 1]) / 1e9 if state.starts[period - 1] else 0.0,
+            loop_tokens=_spent(turn.tokens, state.start_tokens[period - 1]),
             ignored_fields=tuple(sorted(ignored)),
             masked=bool(masks),
             masks=tuple(masks),

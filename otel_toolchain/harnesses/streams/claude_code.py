@@ -117,7 +117,7 @@ class ClaudeCodeReader(BaseReader):
             self.model = model if isinstance(model, str) and model != _SYNTHETIC_MODEL else None
         message_id = message.get("id")
         if isinstance(message_id, str):
-            self._usage[message_id] = message.get("usage")
+            self._note_usage(message_id, message.get("usage"))
         if not self._turn_open:
             self._start_turn(out, now_ns, line_no)
         for block in message["content"]:
