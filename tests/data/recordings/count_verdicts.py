@@ -347,6 +347,7 @@ def chains(cli: str, calls: list[Call]) -> dict[str, Any]:
             "unordered_default_stop": unordered_default[0], "unordered_default_loop_start": unordered_default[2],
             "early_stop_no_poll_limit": stop(ids, polls, EARLY, None)[0],
             "most_repeated": reps, "most_repeated_period": period, "most_repeated_start": first,
+            "unordered_most_repeated": longest(unordered)[0], "unordered_most_repeated_period": longest(unordered)[1],
             "polls": sum(polls), "failed": sum(c.failed for c in calls)}
 
 
