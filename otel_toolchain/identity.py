@@ -59,6 +59,8 @@ IGNORED_ARGS: Final[Mapping[str, frozenset[str]]] = {
     "Bash": frozenset({"description"}),
     "Task": frozenset({"description"}),
     "Agent": frozenset({"description"}),
+    "ScheduleWakeup": frozenset({"reason"}),
+    "Workflow": frozenset({"description", "title"}),  # both "Ignored", its schema says
     # OpenCode: the same field on its shell and sub-agent tools.
     "bash": frozenset({"description"}),
     "task": frozenset({"description"}),
