@@ -382,7 +382,10 @@ def stop_event_attributes(signal: StopSignal) -> dict[str, Any]:
         semconv.STOP_LOOP_SECONDS: signal.loop_seconds,
         semconv.STOP_IGNORED_FIELDS: list(signal.ignored_fields),
         semconv.STOP_MASKED: signal.masked,
+        semconv.STOP_MASKS: list(signal.masks),
         semconv.STOP_CYCLE_TOOLS: [c.tool for c in signal.cycle],
         semconv.STOP_CYCLE_CALL_IDS: [c.call_id or "" for c in signal.cycle],
         semconv.STOP_CYCLE_DIGESTS: [c.digest for c in signal.cycle],
+        **({semconv.STOP_LOOP_TOKENS: signal.loop_tokens} if signal.loop_tokens is not None else {}),
+        **({semconv.STOP_NOTE: signal.note} if signal.note else {}),
     }

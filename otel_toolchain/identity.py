@@ -9,9 +9,11 @@ arguments          the parsed arguments (key order does not matter), less the an
                    such as Claude Code's Bash ``description``) and those a manifest adds
 working directory  where the harness says it
 result             exactly, for a call that succeeded; for a failed call, with volatile tokens
-                   masked (:func:`mask_volatile`: times, durations, dates, PIDs, addresses,
-                   temporary names, random ids), so the same failure reworded by the clock is
-                   still the same failure, while "3 failed" then "2 failed" is progress
+                   masked (:func:`mask_volatile`: times, durations, dates, PIDs, thread ids,
+                   addresses, temporary names, random ids) and its lines in any order
+                   (:func:`sort_lines`), so the same failure reworded by the clock or
+                   interleaved differently is still the same failure, while "3 failed" then
+                   "2 failed" is progress
 failure            whether the call failed
 =================  ==========================================================================
 
@@ -41,7 +43,8 @@ UNKNOWN_TOOL: Final = "unknown"
 """The tool name of a call rebuilt from a lone result, whose start was never seen."""
 
 __all__ = [
-    "IGNORED_ARGS", "Digester", "Identity", "IdentityKey", "canonical_json", "mask_volatile", "parse_arguments", "same",
+    "IGNORED_ARGS", "LINE_ORDER", "MASK_KINDS", "Digester", "Identity", "IdentityKey", "canonical_json",
+    "mask_volatile", "masked_kinds", "parse_arguments", "same", "sort_lines",
 ]
 
 _CACHE_LIMIT: Final = 4096
@@ -56,6 +59,8 @@ IGNORED_ARGS: Final[Mapping[str, frozenset[str]]] = {
     "Bash": frozenset({"description"}),
     "Task": frozenset({"description"}),
     "Agent": frozenset({"description"}),
+    "ScheduleWakeup": frozenset({"reason"}),
+    "Workflow": frozenset({"description", "title"}),  # both "Ignored", its schema says
     # OpenCode: the same field on its shell and sub-agent tools.
     "bash": frozenset({"description"}),
     "task": frozenset({"description"}),
@@ -98,26 +103,37 @@ def parse_arguments(text: str | None) -> Any:
 
 _MONTH: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
-_VOLATILE: Final = tuple((re.compile(pattern), token) for pattern, token in (
-    # Codex's native tool output frames every result with these two lines.
-    (r"(?m)^(Chunk ID|Wall time|Process exited after)\b[^\n]*", r"\1: <volatile>"),
-    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
-    (r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?", "<time>"),
-    (rf"(?:{_DAY},? +)?{_MONTH} +\d{{1,2}},? +\d{{1,2}}:\d{{2}}:\d{{2}}(?: +[A-Z]{{2,5}})?(?: +\d{{4}})?", "<time>"),
-    (rf"\b\d{{1,2}} {_MONTH} \d{{4}}(?: \d{{1,2}}:\d{{2}}(?::\d{{2}})?)?", "<time>"),
-    (r"\b\d{4}-\d{2}-\d{2}\b|\b\d{4}/\d{2}/\d{2}\b", "<date>"),
-    (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
-    (r"\b1[5-9]\d{8}(?:\d{3}){0,3}\b", "<epoch>"),
-    (r"\b0x[0-9a-fA-F]{6,}\b", "<addr>"),
-    (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b", "<hex>"),
-    (r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s'\":,)\]]+", "<tmp>"),
-    (r"\btmp[._]?[A-Za-z0-9_]{6,}\b", "<tmp>"),
-    (r"(?i)\b(pid|process|thread)([ =:#]+)\d+", r"\1\2<pid>"),
-    (r"\b\d+(?:\.\d+)?(?: ?)(?:ns|µs|us|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?)\b", "<dur>"),
-    (r"(?i)\b(duration(?:_ms)?|elapsed|took|time)([ =:]+)\d+(?:\.\d+)?", r"\1\2<dur>"),
+_VOLATILE: Final = tuple((re.compile(pattern), token, kind) for pattern, token, kind in (
+    # Codex's native tool output frames every result with these lines; the token count is the size of
+    # the output, which changes with its volatile tokens (the output itself is compared below).
+    (r"(?m)^(Chunk ID|Wall time|Process exited after|Original token count)\b[^\n]*", r"\1: <volatile>",
+     "codex frame"),
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>", "uuid"),
+    (r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?", "<time>", "time"),
+    (rf"(?:{_DAY},? +)?{_MONTH} +\d{{1,2}},? +\d{{1,2}}:\d{{2}}:\d{{2}}(?: +[A-Z]{{2,5}})?(?: +\d{{4}})?", "<time>",
+     "time"),
+    (rf"\b\d{{1,2}} {_MONTH} \d{{4}}(?: \d{{1,2}}:\d{{2}}(?::\d{{2}})?)?", "<time>", "time"),
+    (r"\b\d{4}-\d{2}-\d{2}\b|\b\d{4}/\d{2}/\d{2}\b", "<date>", "date"),
+    (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>", "time"),
+    (r"\b1[5-9]\d{8}(?:\d{3}){0,3}\b", "<epoch>", "epoch"),
+    (r"\b0x[0-9a-fA-F]{6,}\b", "<addr>", "address"),
+    (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b", "<hex>", "hex id"),
+    (r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s'\":,)\]]+", "<tmp>", "temp path"),
+    (r"\btmp[._]?[A-Za-z0-9_]{6,}\b", "<tmp>", "temp path"),
+    (r"(?i)\b(pid|process|thread)([ =:#]+)\d+", r"\1\2<pid>", "pid"),
+    # Rust >= 1.89 panics name the OS thread: "thread 'tests::adds' (1048) panicked at ...".
+    (r"(thread '[^'\n]*') \(\d+\)", r"\1 (<tid>)", "thread id"),
+    (r"\b\d+(?:\.\d+)?(?: ?)(?:ns|µs|us|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?)\b", "<dur>",
+     "duration"),
+    (r"(?i)\b(duration(?:_ms)?|elapsed|took|time)([ =:]+)\d+(?:\.\d+)?", r"\1\2<dur>", "duration"),
 ))
+MASK_KINDS: Final = tuple(dict.fromkeys(kind for _, _, kind in _VOLATILE))
+"""The kinds of volatile token :func:`mask_volatile` masks, in the order it masks them."""
+LINE_ORDER: Final = "line order"
+"""The mask kind of a failed result whose lines were compared in any order."""
 
 _masked: dict[str, str] = {}
+_sorted: dict[str, str] = {}
 
 
 def mask_volatile(text: str) -> str:
@@ -131,12 +147,43 @@ def mask_volatile(text: str) -> str:
     except KeyError:
         pass
     masked = text
-    for pattern, token in _VOLATILE:
+    for pattern, token, _ in _VOLATILE:
         masked = pattern.sub(token, masked)
     if len(_masked) >= _CACHE_LIMIT:
         _masked.clear()
     _masked[text] = masked
     return masked
+
+
+def masked_kinds(text: str) -> tuple[str, ...]:
+    """The kinds of volatile token (:data:`MASK_KINDS`) :func:`mask_volatile` finds in ``text``.
+
+    Not cached: for stop evidence, not for the hot path.
+    """
+    found: list[str] = []
+    for pattern, token, kind in _VOLATILE:
+        masked = pattern.sub(token, text)
+        if masked != text and kind not in found:
+            found.append(kind)
+        text = masked
+    return tuple(found)
+
+
+def sort_lines(text: str) -> str:
+    """``text``'s lines in sorted order: the same lines whatever order two streams interleaved them in.
+
+    A program whose stdout and stderr share a pipe (cargo test, make -j) prints the same lines in
+    another order from run to run. Cached per text, like :func:`mask_volatile`.
+    """
+    try:
+        return _sorted[text]
+    except KeyError:
+        pass
+    result = "\n".join(sorted(text.splitlines()))
+    if len(_sorted) >= _CACHE_LIMIT:
+        _sorted.clear()
+    _sorted[text] = result
+    return result
 
 
 class _Unique:
@@ -149,19 +196,21 @@ class Identity:
     """Normalises calls for comparison; one per chain or per ``repeat_guard`` (its ``ignore_args``).
 
     ``ignore_args`` adds annotation fields per tool to :data:`IGNORED_ARGS`; ``mask_failures=False``
-    compares failed results exactly.
+    leaves the volatile tokens of failed results alone; ``unordered_failures=False`` compares their
+    lines in order (by default a failure's lines are compared in any order: see :func:`sort_lines`).
     """
 
-    __slots__ = ("_quoted", "ignored", "mask_failures")
+    __slots__ = ("_quoted", "ignored", "mask_failures", "unordered_failures")
 
     def __init__(self, ignore_args: Mapping[str, frozenset[str] | set[str] | list[str]] | None = None, *,
-                 mask_failures: bool = True) -> None:
+                 mask_failures: bool = True, unordered_failures: bool = True) -> None:
         ignored = {tool: frozenset(fields) for tool, fields in IGNORED_ARGS.items()}
         for tool, fields in (ignore_args or {}).items():
             ignored[tool] = ignored.get(tool, frozenset()) | frozenset(fields)
         self.ignored: Mapping[str, frozenset[str]] = ignored
         self._quoted = {tool: tuple(f'"{field}"' for field in fields) for tool, fields in ignored.items()}
         self.mask_failures = mask_failures
+        self.unordered_failures = unordered_failures
 
     def key(self, call: ToolCall) -> IdentityKey:
         """What makes ``call`` the same as another: keys that are :func:`same` make calls that are.
@@ -178,8 +227,11 @@ class Identity:
             if isinstance(arguments, dict) and not fields.isdisjoint(arguments):
                 arguments = {k: v for k, v in arguments.items() if k not in fields}
         result = call[2]
-        if call[3] and result and self.mask_failures:
-            result = mask_volatile(result)
+        if call[3] and result:
+            if self.mask_failures:
+                result = mask_volatile(result)
+            if self.unordered_failures:
+                result = sort_lines(result)
         return (tool, arguments, call[6] or "", result or "", call[3])
 
     def _may_hold(self, arguments: Any, tool: str) -> bool:
@@ -190,13 +242,24 @@ class Identity:
                 return True
         return False
 
-    def normalised(self, call: ToolCall) -> tuple[tuple[str, ...], bool]:
-        """(the argument fields left out of ``call``'s identity, whether its result was masked)."""
+    def normalised(self, call: ToolCall) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the argument fields left out of ``call``'s identity, the kinds of its result's masks).
+
+        The kinds are those of :data:`MASK_KINDS` found in a failed result, and :data:`LINE_ORDER`
+        when its lines were not in sorted order; nothing for a successful result.
+        """
         fields = self.ignored.get(call.tool)
         arguments = call.parsed_arguments
         dropped = tuple(sorted(fields.intersection(arguments))) if fields and isinstance(arguments, dict) else ()
-        masked = bool(call.failed and call.result and self.mask_failures and mask_volatile(call.result) != call.result)
-        return dropped, masked
+        result = call.result
+        if not (call.failed and result):
+            return dropped, ()
+        kinds = masked_kinds(result) if self.mask_failures else ()
+        if self.unordered_failures:
+            shown = mask_volatile(result) if self.mask_failures else result
+            if sort_lines(shown) != shown:
+                kinds = (*kinds, LINE_ORDER)
+        return dropped, kinds
 
 
 def same(a: IdentityKey, b: IdentityKey) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from otel_toolchain.signals import NudgeSignal, StopSignal
 
-__all__ = ["CallRecord", "TurnOutcome", "stop_to_dict", "summary"]
+__all__ = ["CallRecord", "TurnOutcome", "evidence", "stop_to_dict", "summary"]
 
 
 @dataclass(slots=True)
@@ -91,13 +91,30 @@ class TurnOutcome:
         return data
 
 
+def evidence(stop: StopSignal) -> str:
+    """A stop's evidence in words: where the loop began, what it cost, what identity left out.
+
+    ``loop from call 2: 25 calls, 3.1 s, 8200 tokens; ignored description; masked duration, thread id``
+    """
+    cost = [f"{stop.loop_calls} calls", f"{stop.loop_seconds:.1f} s"]
+    if stop.loop_tokens is not None:
+        cost.append(f"{stop.loop_tokens} tokens")
+    text = f"loop from call {stop.loop_start}: {', '.join(cost)}"
+    if stop.ignored_fields:
+        text += f"; ignored {', '.join(stop.ignored_fields)}"
+    if stop.masks:
+        text += f"; masked {', '.join(stop.masks)}"
+    return text
+
+
 def stop_to_dict(stop: StopSignal) -> dict[str, Any]:
     """A stop as printed: who, why, where the loop began and ended, what it cost, what identity ignored."""
     return {
         "plugin": stop.plugin, "reason": stop.reason, "at_call": stop.at_call, "period": stop.period,
         "repeats": stop.repeats, "loop_start": stop.loop_start, "loop_calls": stop.loop_calls,
-        "loop_seconds": round(stop.loop_seconds, 3), "ignored_fields": list(stop.ignored_fields),
-        "masked": stop.masked, "note": stop.note or None,
+        "loop_seconds": round(stop.loop_seconds, 3), "loop_tokens": stop.loop_tokens,
+        "ignored_fields": list(stop.ignored_fields), "masked": stop.masked, "masks": list(stop.masks),
+        "note": stop.note or None,
         "cycle": [{"tool": c.tool, "call_id": c.call_id, "digest": c.digest} for c in stop.cycle],
     }
 

@@ -261,6 +261,11 @@ class TurnRecording(TurnObserver):
             attrs[semconv.TOOL_CWD] = cwd
         return attrs
 
+    def set_tokens(self, tokens: int) -> None:
+        """The input and output tokens the turn has used so far (a stop reports what its loop cost)."""
+        if self.turn is not None:
+            self.turn.tokens = tokens
+
     def _run(self, call: ToolCall) -> Mapping[str, str]:
         chain, turn = self._recorder.toolchain, self.turn
         if chain is None or turn is None:

@@ -48,10 +48,16 @@ class StopSignal:
     """Calls the loop took, from ``loop_start`` to ``at_call``."""
     loop_seconds: float = 0.0
     """Time the loop took, from its first call's start to the stopping call's end."""
+    loop_tokens: int | None = None
+    """Input and output tokens the turn used during the loop (from the end of the call before it to
+    the end of the stopping call), where the harness reports usage as it goes; None elsewhere."""
     ignored_fields: tuple[str, ...] = ()
     """Argument fields left out of the cycle's identity (annotations such as ``description``)."""
     masked: bool = False
     """Volatile tokens of a failed result were masked to find the repetition."""
+    masks: tuple[str, ...] = ()
+    """What was masked in the cycle's failed results: kinds of volatile token (``duration``, ``time``,
+    ``thread id``...) and ``line order`` (see :data:`otel_toolchain.identity.MASK_KINDS`)."""
     note: str = ""
     """Why a verdict is shadow-only when the plugin runs in enforce mode (no content to compare)."""
 

@@ -48,7 +48,7 @@ class Turn:
 
     __slots__ = (
         "_sink", "agent", "calls", "closed", "evicted", "is_agent", "lock", "nudges", "observer",
-        "reports", "retries", "shadow_stopped", "span", "span_id", "states", "stopped", "tags", "trace_id",
+        "reports", "retries", "shadow_stopped", "span", "span_id", "states", "stopped", "tags", "tokens", "trace_id",
     )
 
     def __init__(
@@ -71,6 +71,8 @@ class Turn:
         self.observer = observer
         self.calls = 0
         self.retries = 0
+        self.tokens: int | None = None
+        """Input and output tokens the turn has used so far, where the adapter knows (None: unknown)."""
         self.closed = False
         """The turn has ended; a call that still arrives belongs to a turn already reported."""
         self.evicted = False

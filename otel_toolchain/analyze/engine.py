@@ -17,7 +17,7 @@ from otel_toolchain.analyze.labels import Labels, RunLabeller
 from otel_toolchain.analyze.measure import RunMeter, TurnFigures
 from otel_toolchain.analyze.otlp import is_otlp_traces, otlp_turns
 from otel_toolchain.analyze.stats import Aggregate
-from otel_toolchain.analyze.suggest import Separation, separate
+from otel_toolchain.analyze.suggest import PeriodSuggestion, Separation, separate, suggest_periods
 from otel_toolchain.errors import StreamError, ToolchainError
 from otel_toolchain.harnesses.detect import STORE
 from otel_toolchain.harnesses.runs import expand, runs_in
@@ -52,6 +52,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     unused_labels: list[str] = field(default_factory=list)
+    periods: PeriodSuggestion | None = None
+    """Suggested per-period limits and poll limit (see :func:`~otel_toolchain.analyze.suggest.suggest_periods`)."""
 
 
 def _guard_of(manifest: Manifest) -> tuple[RepeatGuard, Guard]:
@@ -188,4 +190,4 @@ def analyze(paths: Sequence[str | Path] = (), *, harness: str = "auto", manifest
                      "are upper bounds")
     return Analysis(reader.aggregate, separate(reader.aggregate), reader.settings, manifest.source,
                     "file" if labels is not None else None, notes, reader.errors,
-                    labels.unused if labels is not None else [])
+                    labels.unused if labels is not None else [], suggest_periods(reader.aggregate))

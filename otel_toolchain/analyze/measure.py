@@ -10,6 +10,7 @@ The per-period figures read the guard's run counters the way the guard reads the
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -37,6 +38,10 @@ class TurnFigures:
     longest_fail_streak: int = 0
     by_period: list[int] = field(default_factory=list)
     """Most repetitions of a cycle of each period (index 0: period 1, the longest run of identical calls)."""
+    loop_by_period: list[int] = field(default_factory=list)
+    """As ``by_period``, for cycles with a call that is no poll (what per-period ``limits`` stop)."""
+    poll_peak: int = 0
+    """Most repetitions of a cycle made only of polls (what ``poll_limit`` stops)."""
     peak: int = 0
     """Most repetitions of any cycle: the turn is stopped by every limit up to this."""
     peak_period: int = 0
@@ -61,7 +66,7 @@ class TurnFigures:
 
 
 class _TurnState:
-    __slots__ = ("cycle", "fig", "guard_state", "streak")
+    __slots__ = ("cycle", "fig", "guard_state", "polls", "streak")
 
     def __init__(self, fig: TurnFigures, guard: RepeatGuard) -> None:
         self.fig = fig
@@ -69,6 +74,8 @@ class _TurnState:
         self.cycle: list[ToolCall] = []
         """The calls of the peak's cycle."""
         self.streak = 0
+        self.polls: deque[bool] = deque(maxlen=guard.max_period)
+        """Whether each of the last calls is a poll."""
 
 
 class RunMeter:
@@ -107,7 +114,9 @@ class RunMeter:
 
     def _begin(self, harness: str, session_id: str | None, line_no: int) -> _TurnState:
         self._turns += 1
-        fig = TurnFigures(self.source, self._turns, harness, session_id, line_no, by_period=[0] * self.guard.max_period)
+        periods = self.guard.max_period
+        fig = TurnFigures(self.source, self._turns, harness, session_id, line_no, by_period=[0] * periods,
+                          loop_by_period=[0] * periods)
         self._open = _TurnState(fig, self.guard)
         return self._open
 
@@ -138,14 +147,20 @@ class RunMeter:
             state.streak = 0
         guard_state = state.guard_state
         period, repeats = guard_state.add(call)
+        state.polls.append(is_poll(call.tool, call.parsed_arguments))
         index = guard_state.calls
-        by_period = fig.by_period
+        by_period, loops = fig.by_period, fig.loop_by_period
         if index <= len(by_period):  # a cycle of p calls is there once from the p-th call on
             by_period[index - 1] = max(by_period[index - 1], 1)
         if any(guard_state.runs):
+            polls = list(state.polls)
             for slot, run in enumerate(guard_state.runs):
                 reached = (run + slot + 1) // (slot + 1)  # as RepeatGuard reads its run counters
                 by_period[slot] = max(by_period[slot], reached)
+                if run and all(polls[-slot - 1:]):  # the cycle ending here is all polls: poll_limit's
+                    fig.poll_peak = max(fig.poll_peak, reached)
+                elif run:
+                    loops[slot] = max(loops[slot], reached)
         if repeats > fig.peak:
             fig.peak, fig.peak_period, fig.peak_at = repeats, period, index
             state.cycle = list(guard_state.recent)[-period:]

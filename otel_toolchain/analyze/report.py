@@ -5,7 +5,9 @@ Keys: ``runs``, ``turns``, ``calls``, ``inputs``; ``chain`` (the manifest's repe
 ``repeats_histogram`` (turns by their peak); ``candidates`` (per limit: turns stopped, and of
 them polling, healthy, wedged); ``stopped_by_manifest``; ``labels``; ``separating_range``;
 ``suggested_limit`` (``limit``, ``margin_below``, ``margin_above``; null when nothing is
-labelled or nothing separates); ``overlap``; ``polling``; ``seed_range`` (the turns any limit
+labelled or nothing separates); ``suggested_limits`` (per-period ``limits``, ``poll_limit``,
+``presumed_healthy``, ``stops``: per limit, the turns it would stop by label group; null with no
+label); ``overlap``; ``polling``; ``seed_range`` (the turns any limit
 from 15 to 40 would stop); ``top_turns``; ``notes``; ``errors``.
 """
 
@@ -16,7 +18,7 @@ from typing import Any, Final
 from otel_toolchain.analyze.engine import Analysis
 from otel_toolchain.analyze.measure import TurnFigures
 from otel_toolchain.analyze.stats import FIGURES, Histogram
-from otel_toolchain.analyze.suggest import SEED_RANGE
+from otel_toolchain.analyze.suggest import SEED_RANGE, PeriodSuggestion
 
 __all__ = ["LADDER", "candidate_limits", "to_dict", "turn_dict"]
 
@@ -86,6 +88,13 @@ def _separation(analysis: Analysis) -> dict[str, Any]:
     }
 
 
+def _periods(found: PeriodSuggestion | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"limits": {str(period): limit for period, limit in found.limits.items()}, "poll_limit": found.poll_limit,
+            "presumed_healthy": found.presumed_healthy, "stops": found.stops}
+
+
 def to_dict(analysis: Analysis) -> dict[str, Any]:
     """The whole analysis; see the module docstring for the keys."""
     aggregate, guard = analysis.aggregate, analysis.guard
@@ -105,6 +114,7 @@ def to_dict(analysis: Analysis) -> dict[str, Any]:
         "stopped_by_manifest": {"limit": guard.limit, "turns": repeats.at_least(guard.limit) if guard.limit else 0,
                                 "examples": [turn_dict(fig) for fig in top if fig.stop_at is not None]},
         **_separation(analysis),
+        "suggested_limits": _periods(analysis.periods),
         "polling": _polling(analysis),
         "seed_range": {"low": low, "high": high, "turns": repeats.at_least(low),
                        "examples": [turn_dict(fig) for fig in top if fig.peak >= low]},

@@ -19,6 +19,7 @@ from otel_toolchain.analyze.measure import TurnFigures
 __all__ = ["FIGURES", "Aggregate", "Histogram", "TopTurns"]
 
 FIGURES: Final = ("calls", "identical_in_a_row", "repeats", "longest_fail_streak", "retries")
+GROUPS: Final = ("healthy", "wedged", "unlabelled")
 """The figures every turn gets a distribution of (``repeats``: most repetitions of any cycle)."""
 QUANTILES: Final = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 
@@ -107,6 +108,10 @@ class Aggregate:
         self.top_healthy = TopTurns(listed)
         self.low_wedged = TopTurns(listed, lowest=True)
         self.unlabelled = Histogram()
+        self.loops = {group: [Histogram() for _ in range(max_period)] for group in GROUPS}
+        """Per label group and period, the turns by their most repetitions of a cycle that is no poll."""
+        self.poll_peaks = {group: Histogram() for group in GROUPS}
+        """Per label group, the turns by their most repetitions of a cycle made only of polls."""
 
     @property
     def turns(self) -> int:
@@ -130,6 +135,10 @@ class Aggregate:
     def label(self, fig: TurnFigures, label: str | None) -> None:
         """Note a turn's label (``healthy``, ``wedged``, or None for an unlabelled turn)."""
         fig.label = label
+        group = label or "unlabelled"
+        for histogram, value in zip(self.loops[group], fig.loop_by_period, strict=False):  # figures made by hand: none
+            histogram.add(value)
+        self.poll_peaks[group].add(fig.poll_peak)
         if label is None:
             self.unlabelled.add(fig.peak)
             return

@@ -17,6 +17,16 @@ and repeats to spare below the mildest wedge.
 
 With wedged turns labelled but no healthy ones, the unlabelled turns are presumed healthy (and
 the report says so); with no labels at all nothing is suggested.
+
+**Per-period limits and a poll limit** (:func:`suggest_periods`), now that results are compared:
+for each period p, ``limits[p]`` is one more than the most repetitions of a p-call cycle that is
+no poll in any healthy turn (the unlabelled ones when none is labelled), and never below the
+early chain's :data:`EARLY_LIMITS` (4, 3, 3: where the quickest peers react; no need to react
+earlier); ``poll_limit`` is one more than the healthy turns' most repeated all-poll cycle, at least
+:data:`POLL_FLOOR` and at least every period's limit (waiting gets more room than looping). Each
+limit comes with what it would have stopped: the turns, healthy, wedged and unlabelled, whose
+figure reaches it. No headroom is added: with results compared, a healthy turn repeats a call
+with the same result mostly while waiting, which ``poll_limit`` covers.
 """
 
 from __future__ import annotations
@@ -28,13 +38,18 @@ from typing import Final
 from otel_toolchain.analyze.measure import TurnFigures
 from otel_toolchain.analyze.stats import Aggregate
 
-__all__ = ["FLOOR", "HEADROOM", "SEED_RANGE", "Separation", "separate"]
+__all__ = ["EARLY_LIMITS", "FLOOR", "HEADROOM", "POLL_FLOOR", "SEED_RANGE", "PeriodSuggestion", "Separation",
+           "separate", "suggest_periods"]
 
 HEADROOM: Final = 1.75
 FLOOR: Final = 8
 """No suggestion below this unless a wedge forces it (see the module docstring)."""
 SEED_RANGE: Final = (15, 40)
 """The limits that separated the seed's 1,198 turns; the default 25 sits in it."""
+EARLY_LIMITS: Final = (4, 3, 3)
+"""Per period (1, 2, 3; later periods take the last), the lowest limit suggested."""
+POLL_FLOOR: Final = 25
+"""The lowest poll limit suggested: the seed's limit, as waiting is no loop."""
 
 
 @dataclass
@@ -83,4 +98,34 @@ def separate(aggregate: Aggregate) -> Separation:
     found.suggested = min(suggested, found.high) if found.high is not None else suggested
     found.margin_below = found.suggested - (found.healthy_peak or 0)
     found.margin_above = found.high - found.suggested if found.high is not None else None
+    return found
+
+
+@dataclass
+class PeriodSuggestion:
+    """Suggested per-period limits and poll limit, each with the turns it would have stopped."""
+
+    limits: dict[int, int] = field(default_factory=dict)
+    poll_limit: int = POLL_FLOOR
+    presumed_healthy: bool = False
+    stops: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per limit (``"1"``, ``"2"``… and ``"poll"``): turns stopped, by group (healthy, wedged, unlabelled)."""
+
+
+def suggest_periods(aggregate: Aggregate) -> PeriodSuggestion | None:
+    """Per-period limits and a poll limit from the turns' figures (None with no label); see the module docstring."""
+    if not aggregate.labelled["healthy"].total and not aggregate.labelled["wedged"].total:
+        return None
+    healthy = "healthy" if aggregate.labelled["healthy"].total else "unlabelled"
+    found = PeriodSuggestion(presumed_healthy=healthy == "unlabelled")
+    for slot, histogram in enumerate(aggregate.loops[healthy]):
+        floor = EARLY_LIMITS[min(slot, len(EARLY_LIMITS) - 1)]
+        found.limits[slot + 1] = max(floor, (histogram.max if histogram.total else 0) + 1)
+    polls = aggregate.poll_peaks[healthy]
+    found.poll_limit = max(POLL_FLOOR, (polls.max if polls.total else 0) + 1, *found.limits.values())
+    for period, limit in found.limits.items():
+        found.stops[str(period)] = {group: histograms[period - 1].at_least(limit)
+                                    for group, histograms in aggregate.loops.items()}
+    found.stops["poll"] = {group: histogram.at_least(found.poll_limit)
+                           for group, histogram in aggregate.poll_peaks.items()}
     return found

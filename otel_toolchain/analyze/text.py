@@ -100,6 +100,23 @@ def _polling(data: dict[str, Any], chain: int | None) -> list[str]:
     return lines
 
 
+def _periods(data: dict[str, Any]) -> list[str]:
+    """The per-period limits and the poll limit, each with the turns it would have stopped."""
+    found = data["suggested_limits"]
+    if found is None:
+        return []
+    shape = ", ".join(f"{period} = {limit}" for period, limit in found["limits"].items())
+    lines = [f"Suggested per-period limits: limits = {{ {shape} }}, poll_limit = {found['poll_limit']}"
+             + (" (the unlabelled turns presumed healthy)" if found["presumed_healthy"] else "")]
+    names = {period: f"period {period} limit {limit}" for period, limit in found["limits"].items()}
+    names["poll"] = f"poll limit {found['poll_limit']}"
+    for key, name in names.items():
+        stops = found["stops"][key]
+        lines.append(f"  {name:<20} would stop {sum(stops.values())} turn(s): {stops['wedged']} wedged, "
+                     f"{stops['healthy']} healthy, {stops['unlabelled']} unlabelled")
+    return lines
+
+
 def render_text(analysis: Analysis) -> str:
     """The whole report as text."""
     data = to_dict(analysis)
@@ -119,7 +136,8 @@ def render_text(analysis: Analysis) -> str:
                               wedged=aggregate.labelled["wedged"], polling=aggregate.polling,
                               marks={"chain limit": limit, "suggested": suggested})
         lines += ["", "What each limit would stop:", *_candidates(data, limit, suggested)]
-        lines += ["", *_verdict(data), "", *_polling(data, limit)]
+        periods = _periods(data)
+        lines += ["", *_verdict(data), *(["", *periods] if periods else []), "", *_polling(data, limit)]
     if data["notes"]:
         lines += ["", *(f"note: {note}" for note in data["notes"])]
     lines += [f"error: {error}" for error in data["errors"]]

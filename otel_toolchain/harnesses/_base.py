@@ -112,6 +112,9 @@ class BaseReader:
         """The calls started and not yet finished, by call id."""
         self._usage: dict[str, Any] = {}
         """Raw usage records of the open turn by key (message id, step id...), read at its end."""
+        self._tokens_by_key: dict[str, int] = {}
+        self._tokens = 0
+        """Input and output tokens of ``_usage`` so far (kept as records come: no sum per call)."""
         self._last_line = 0
         self._handlers: dict[str, Handler] = {}
 
@@ -147,6 +150,24 @@ class BaseReader:
     def _usage_of(self, raw: Any) -> Usage | None:
         """One raw usage record as Usage; readers that record usage override this."""
         return None
+
+    def _note_usage(self, key: str, raw: Any) -> None:
+        """Keep a usage record of the open turn (a later copy of ``key`` replaces the earlier one)."""
+        self._usage[key] = raw
+        usage = self._usage_of(raw)
+        self._tokens -= self._tokens_by_key.pop(key, 0)
+        if usage is not None:  # a record that is no usage (or usage not read) leaves the tokens unknown
+            self._tokens += usage.input_tokens + usage.output_tokens
+            self._tokens_by_key[key] = usage.input_tokens + usage.output_tokens
+
+    def _drop_usage(self, key: str) -> None:
+        """Forget a usage record (a failed request that was retried)."""
+        self._usage.pop(key, None)
+        self._tokens -= self._tokens_by_key.pop(key, 0)
+
+    def _tokens_so_far(self) -> int | None:
+        """The open turn's tokens so far, or None if no usage record has come."""
+        return self._tokens if self._tokens_by_key else None
 
     def _total_usage(self) -> Usage | None:
         total: Usage | None = None
@@ -193,6 +214,7 @@ class BaseReader:
         out.append(ToolFinished(
             call_id, call.tool, call.arguments if arguments is None else arguments, result, failed,
             error_type if failed else None, call.parent_call_id, call.time_ns, end_ns, cwd, line_no,
+            self._tokens_so_far(),
         ))
 
     def _end_turn(
@@ -209,4 +231,6 @@ class BaseReader:
         out.append(TurnEnded(time_ns, line_no, is_error, usage, self.model, self.session_id))
         self._turn_open = False
         self._usage.clear()
+        self._tokens_by_key.clear()
+        self._tokens = 0
 

@@ -82,6 +82,9 @@ class ToolFinished:
     cwd: str | None
     """The working directory of a shell call, where known; None for other tools."""
     line_no: int
+    tokens: int | None = None
+    """Input and output tokens the turn has used so far, as of this line; None where the harness
+    reports no usage before the turn ends (Codex streams)."""
 
 
 @dataclass(frozen=True, slots=True)

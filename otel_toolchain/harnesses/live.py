@@ -40,6 +40,7 @@ from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
+from otel_toolchain.outcome import evidence
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.signals import StopSignal
 
@@ -377,4 +378,5 @@ def _check_runnable(program: str) -> None:
 def _stop_line(stop: StopSignal, number: int = 1, attempts: int = 1) -> str:
     cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
     which = f" (attempt {number} of {attempts})" if attempts > 1 else ""
-    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; cycle: {cycle}"
+    return (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; "
+            f"cycle: {cycle}; {evidence(stop)}")

@@ -170,6 +170,8 @@ class SpanWriter:
 
     def _finished(self, event: ToolFinished) -> None:
         turn = self._ensure_turn(event.start_ns)
+        if event.tokens is not None:
+            turn.set_tokens(event.tokens)
         outcome = self._outcome
         assert outcome is not None
         opened = self._open_tools.pop(event.call_id, None)

@@ -63,6 +63,7 @@ class RepeatGuardConfig(BaseModel):
     ignore_args: dict[str, list[str]] = Field(
         default_factory=dict, description="Per tool, more argument fields left out of a call's identity.")
     mask_failures: bool = Field(default=True, description="Mask volatile tokens of failed results.")
+    unordered_failures: bool = Field(default=True, description="Compare a failed result's lines in any order.")
 
     @field_validator("limits", mode="before")
     @classmethod
@@ -98,27 +99,32 @@ class RepeatCounter:
     as ``analyze`` does.
     """
 
-    __slots__ = ("__weakref__", "best", "calls", "current", "identity", "keys", "max_period", "recent", "runs",
-                 "starts")
+    __slots__ = ("__weakref__", "best", "calls", "current", "identity", "keys", "marks", "max_period", "recent",
+                 "runs", "start_tokens", "starts")
 
     def __init__(self, max_period: int = 3, identity: Identity | None = None) -> None:
         self.max_period = max_period
         self.identity = identity or Identity()
         # Short lists trimmed by hand, not deques: an empty deque allocates a 64-slot block (about
-        # 760 bytes), and every open turn holds two of these (bench_memory).
+        # 760 bytes), and every open turn holds three of these (bench_memory).
         self.recent: list[ToolCall] = []
         self.keys: list[IdentityKey | None] = []
         """The identities of ``recent``, where one was needed (None until then)."""
         self.runs = [0] * max_period
         self.starts = [0] * max_period
         """Per period, the start time (ns) of the first call of the current repeated block."""
+        self.marks: list[int | None] = []
+        """The turn's tokens after each of the last calls (see ``add``'s ``tokens``)."""
+        self.start_tokens: list[int | None] = [None] * max_period
+        """Per period, the turn's tokens before the first call of the current repeated block."""
         self.calls = 0
         self.current = 0
         """Repetitions of the best cycle after the last call."""
         self.best = 0
         """The most repetitions reached in the turn so far."""
 
-    def add(self, call: ToolCall) -> tuple[int, int]:
+    def add(self, call: ToolCall, tokens: int | None = None) -> tuple[int, int]:
+        """Count ``call``; ``tokens``: the turn's tokens so far, where known (for a stop's cost)."""
         recent, runs = self.recent, self.runs
         seen = len(recent)
         self.calls += 1
@@ -143,6 +149,8 @@ class RepeatCounter:
             if match:
                 if runs[index] == 0:
                     self.starts[index] = earlier[7]
+                    marks = self.marks  # the call before the block's first is index + 2 back (none: the turn start)
+                    self.start_tokens[index] = marks[-2 - index] if len(marks) >= index + 2 else None
                 runs[index] += 1
                 repeats = (runs[index] + index + 1) // (index + 1)
                 if repeats > best_repeats:  # strict: the shortest period wins a tie
@@ -151,8 +159,10 @@ class RepeatCounter:
                 runs[index] = 0
         recent.append(call)
         self.keys.append(key)
+        self.marks.append(tokens)
         if seen == self.max_period:
             del recent[0], self.keys[0]
+        del self.marks[:-1 - self.max_period]  # keep the last max_period + 1
         self.current = best_repeats
         if best_repeats > self.best:  # noqa: PLR1730 (max() is a call on the hot path)
             self.best = best_repeats
@@ -181,6 +191,11 @@ class RepeatCounter:
         return list(self.recent)[-period:]
 
 
+def _spent(now: int | None, before: int | None) -> int | None:
+    """Tokens used since ``before``; a harness that reports usage had used none before its first record."""
+    return now - (before or 0) if now is not None else None
+
+
 class _GuardState(RepeatCounter):
     __slots__ = ("nudged",)
 
@@ -207,10 +222,12 @@ class RepeatGuard(ToolPlugin):
         poll_limit: int | None = None,
         ignore_args: Mapping[str, list[str]] | None = None,
         mask_failures: bool = True,
+        unordered_failures: bool = True,
     ) -> None:
         settings = RepeatGuardConfig(limit=limit, max_period=max_period, mode=mode, nudge_at=nudge_at,
                                      limits=dict(limits or {}), poll_limit=poll_limit,
-                                     ignore_args=dict(ignore_args or {}), mask_failures=mask_failures)
+                                     ignore_args=dict(ignore_args or {}), mask_failures=mask_failures,
+                                     unordered_failures=unordered_failures)
         self.settings = settings
         self.limit = settings.limit
         self.max_period = settings.max_period
@@ -221,7 +238,8 @@ class RepeatGuard(ToolPlugin):
         self._lowest = min(self.period_limits) if self.poll_limit is None else min(*self.period_limits,
                                                                                    self.poll_limit)
         self.identity = Identity({tool: set(fields) for tool, fields in settings.ignore_args.items()},
-                                 mask_failures=settings.mask_failures)
+                                 mask_failures=settings.mask_failures,
+                                 unordered_failures=settings.unordered_failures)
         self._open: weakref.WeakSet[_GuardState] = weakref.WeakSet()
         self._open_lock = threading.Lock()
         self._streaks = Telemetry.disabled().meter.create_histogram(semconv.METRIC_TURN_REPEAT_STREAK)
@@ -229,7 +247,8 @@ class RepeatGuard(ToolPlugin):
     def describe(self) -> dict[str, Any]:
         return {"limit": self.limit, "max_period": self.max_period, "limits": dict(self.settings.limits),
                 "poll_limit": self.poll_limit, "mode": self.mode, "nudge_at": self.nudge_at,
-                "ignore_args": dict(self.settings.ignore_args), "mask_failures": self.settings.mask_failures}
+                "ignore_args": dict(self.settings.ignore_args), "mask_failures": self.settings.mask_failures,
+                "unordered_failures": self.settings.unordered_failures}
 
     def setup(self, telemetry: Telemetry) -> None:
         meter = telemetry.meter
@@ -251,7 +270,7 @@ class RepeatGuard(ToolPlugin):
         state = turn.states.get(self)
         if state is None:
             state = turn.states[self] = self._new_state()
-        period, repeats = state.add(call)
+        period, repeats = state.add(call, turn.tokens)
         if repeats == 1:
             state.nudged = False  # the streak is broken: a new one may be nudged again
             if self._lowest > 1:
@@ -298,11 +317,11 @@ class RepeatGuard(ToolPlugin):
         cycle = state.cycle(period)
         keys = state.identities(period)
         ignored: set[str] = set()
-        masked = False
+        masks: dict[str, None] = {}
         for call in cycle:
-            dropped, was_masked = self.identity.normalised(call)
+            dropped, kinds = self.identity.normalised(call)
             ignored.update(dropped)
-            masked = masked or was_masked
+            masks.update(dict.fromkeys(kinds))
         tools = " -> ".join(c.tool for c in cycle)
         what = "call" if period == 1 else f"cycle of {period} calls"
         loop_start = state.loop_start(period)
@@ -321,8 +340,10 @@ class RepeatGuard(ToolPlugin):
             loop_start=loop_start,
             loop_calls=turn.calls - loop_start + 1,
             loop_seconds=max(0, last.end_ns - state.starts[period - 1]) / 1e9 if state.starts[period - 1] else 0.0,
+            loop_tokens=_spent(turn.tokens, state.start_tokens[period - 1]),
             ignored_fields=tuple(sorted(ignored)),
-            masked=masked,
+            masked=bool(masks),
+            masks=tuple(masks),
             note=_NO_CONTENT if blind and self.mode == "enforce" else "",
         )
 

@@ -99,6 +99,9 @@ class ClaudeStoreReader(ClaudeCodeReader):
     def _usage_of(self, raw: Any) -> Usage | None:
         return None if self.calls_only else super()._usage_of(raw)
 
+    def _line_time(self, obj: dict[str, Any], now_ns: int) -> int:
+        return now_ns  # the store's handlers pass the line's own time already (see _time)
+
     def close(self, now_ns: int) -> list[Event]:
         """End of file: a store has no end line, so the open turn ends cleanly unless calls are open."""
         out: list[Event] = []

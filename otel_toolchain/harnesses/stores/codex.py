@@ -9,8 +9,9 @@
   gives cwd and model.
 - **Calls, named as ``codex exec --json`` names them**, so a call reads the same in a rollout and
   in a stream: ``shell``, ``container.exec``, ``local_shell_call`` and ``exec_command`` become
-  ``command_execution`` with ``{"command": <script>}`` (the ``bash -lc`` wrapper dropped) and the
-  call's ``workdir`` as its cwd; ``web_search_call`` becomes ``web_search``. Other tools
+  ``command_execution`` with ``{"command": <script>}`` (the ``bash -lc`` wrapper dropped; a
+  ``justification`` kept, for the stop evidence: identity ignores it) and the call's ``workdir``
+  as its cwd; ``web_search_call`` becomes ``web_search``. Other tools
   (``update_plan``, ``write_stdin``, ``apply_patch``, MCP tools) keep their names and arguments.
 - **Failure and duration** come from the output text, whose layout changed by version
   (:mod:`._codex_output`); the call's own time (``duration_seconds``, ``Wall time``) stands
@@ -64,7 +65,10 @@ def describe(payload: dict[str, Any]) -> tuple[str, Any, str | None]:
     if name in _SHELL_FUNCTIONS and isinstance(arguments, dict):
         command = arguments.get("command", arguments.get("cmd"))
         if command is not None:
-            return "command_execution", {"command": command_text(command)}, opt_str(arguments, "workdir")
+            shown: dict[str, Any] = {"command": command_text(command)}
+            if isinstance(arguments.get("justification"), str):  # kept so a stop can say it was ignored
+                shown["justification"] = arguments["justification"]
+            return "command_execution", shown, opt_str(arguments, "workdir")
     return name, arguments, None
 
 

@@ -100,13 +100,13 @@ class PiStoreReader(BaseReader):
         self.model = opt_str(message, "model") or self.model
         if self._failed is not None:  # the failed message before this one was retried
             key, reason, failed_ns = self._failed
-            self._usage.pop(key, None)
+            self._drop_usage(key)
             self._attempts += 1
             self._retry(out, self._attempts, reason, failed_ns, line_no)
         stop = opt_str(message, "stopReason")
         self._last_stop = stop
         key = f"line {line_no}"
-        self._usage[key] = message.get("usage")
+        self._note_usage(key, message.get("usage"))
         self._failed = (key, opt_str(message, "errorMessage"), time_ns) if stop == "error" else None
         if stop in _FAILED_STOPS:
             self._start_turn(out, time_ns, line_no)

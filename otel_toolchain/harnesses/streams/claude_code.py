@@ -8,7 +8,13 @@
 - **Calls:** each ``tool_use`` block of an ``assistant`` line starts one, the ``tool_result``
   block of a ``user`` line with the same id ends it. Each content block comes on its own line.
   ``server_tool_use`` blocks run on the provider's side and have no result line, so they are not
-  calls here. Durations are arrival-time differences (the stream has no times of its own).
+  calls here. Durations are the differences of the lines' own ``timestamp`` (ISO-8601, on every
+  assistant and user line since 2.1.x): a call lasts from its use line to its result line. The
+  stamps are laid on the arrival clock (the first stamped line arrives when it arrives, the
+  later ones as far after it as their stamps say; a line with no stamp at its arrival, never
+  before the last time), so a replay, whose lines all arrive at once, still has real durations
+  and a live run keeps its time before the first message. Lines without stamps (older versions)
+  give arrival-time differences: 0 in a replay.
 - **Failure:** ``is_error`` on the result block; a Bash failure's text starts with
   ``Exit code N``, which gives ``exit_code_N``; any other failure is ``tool_error``.
 - **Sub-agents:** lines inside an Agent/Task call carry ``parent_tool_use_id``; it becomes the
@@ -27,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_toolchain.harnesses._base import BaseReader, exit_code_label, opt_int, opt_str, req_str, text_of
+from otel_toolchain.harnesses._lines import iso_ns
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["ClaudeCodeReader"]
@@ -63,11 +70,19 @@ class ClaudeCodeReader(BaseReader):
             "user": self._on_user,
             "result": self._on_result,
         }
+        self._stamp_offset: int | None = None
+        """Arrival clock minus stamp clock, fixed at the first stamped line."""
+        self._clock_ns = 0
 
     def _usage_of(self, raw: Any) -> Usage | None:
         return usage_of(raw)
 
+    def close(self, now_ns: int) -> list[Event]:
+        """End of input; see :class:`~otel_toolchain.harnesses._base.StreamReader` (never before the last line)."""
+        return super().close(max(now_ns, self._clock_ns))
+
     def _on_system(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
+        now_ns = self._line_time(obj, now_ns)
         subtype = obj.get("subtype")
         if subtype == "init":
             if self._turn_open and self._inited:  # a run cut off before its result (a killed attempt), then the next
@@ -84,7 +99,20 @@ class ClaudeCodeReader(BaseReader):
             error = obj.get("error")
             self._retry(out, attempt, error if isinstance(error, str) else None, now_ns, line_no)
 
+    def _line_time(self, obj: dict[str, Any], now_ns: int) -> int:
+        """The line's time on the arrival clock: its stamp, moved by the offset; else its arrival."""
+        stamp = iso_ns(obj.get("timestamp"))
+        if stamp is None:
+            time_ns = max(now_ns, self._clock_ns)
+        else:
+            if self._stamp_offset is None:
+                self._stamp_offset = max(now_ns, self._clock_ns) - stamp
+            time_ns = stamp + self._stamp_offset
+        self._clock_ns = max(self._clock_ns, time_ns)
+        return time_ns
+
     def _on_assistant(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
+        now_ns = self._line_time(obj, now_ns)
         message = obj["message"]
         if self.session_id is None:
             self.session_id = opt_str(obj, "session_id")
@@ -94,7 +122,7 @@ class ClaudeCodeReader(BaseReader):
             self.model = model if isinstance(model, str) and model != _SYNTHETIC_MODEL else None
         message_id = message.get("id")
         if isinstance(message_id, str):
-            self._usage[message_id] = message.get("usage")
+            self._note_usage(message_id, message.get("usage"))
         if not self._turn_open:
             self._start_turn(out, now_ns, line_no)
         for block in message["content"]:
@@ -107,6 +135,7 @@ class ClaudeCodeReader(BaseReader):
     def _on_user(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         if obj.get("isReplay"):
             return
+        now_ns = self._line_time(obj, now_ns)
         if self.session_id is None:
             self.session_id = opt_str(obj, "session_id")
         content = obj["message"]["content"]
@@ -125,11 +154,15 @@ class ClaudeCodeReader(BaseReader):
             if result and result.startswith(_EXIT_PREFIX):
                 error_type = exit_code_label(result[len(_EXIT_PREFIX):])
             error_type = error_type or "tool_error"
+        started = self._calls.get(call_id)
+        if started is not None and now_ns < started.time_ns:  # a stamp earlier than its call's: no time
+            now_ns = started.time_ns
         self._finish_call(
             out, call_id, result, failed=failed, error_type=error_type, end_ns=now_ns, line_no=line_no,
         )
 
     def _on_result(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
+        now_ns = self._line_time(obj, now_ns)
         if self.session_id is None:
             self.session_id = opt_str(obj, "session_id")
         usage = usage_of(obj.get("usage"), obj.get("total_cost_usd"))

@@ -149,7 +149,7 @@ class OpenCodeReader(BaseReader):
         part = obj["part"]
         self._begin(obj, line_no, now_ns, out)
         self._last_reason = opt_str(part, "reason")
-        self._usage[opt_str(part, "id") or f"line {line_no}"] = part
+        self._note_usage(opt_str(part, "id") or f"line {line_no}", part)
 
     def _on_error(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         self._begin(obj, line_no, now_ns, out)

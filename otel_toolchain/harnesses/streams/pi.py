@@ -132,7 +132,7 @@ class PiReader(BaseReader):
         self.model = opt_str(message, "model") or self.model
         self._last_stop = opt_str(message, "stopReason")
         key = f"line {line_no}"
-        self._usage[key] = message.get("usage")
+        self._note_usage(key, message.get("usage"))
         self._failed_usage_key = key if self._last_stop == "error" else None
 
     def _on_tool_start(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:

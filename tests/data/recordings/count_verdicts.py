@@ -34,7 +34,8 @@ FREE_TEXT = {("claude", "Bash"): {"description"}, ("codex", "exec_command"): {"j
 
 #: Volatile tokens of failed results: (pattern, replacement), applied in order.
 MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.M | re.I), r) for p, r in (
-    (r"^(Chunk ID|Wall time):.*\n?", ""),
+    # Codex's frame; the token count is the output's size, which changes with its volatile tokens.
+    (r"^(Chunk ID|Wall time|Original token count):.*\n?", ""),
     (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?", "<TIME>"),
     (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<TIME>"),
     (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<ID>"),
@@ -335,13 +336,18 @@ def chains(cli: str, calls: list[Call]) -> dict[str, Any]:
     ids = [identity(cli, c) for c in calls]
     polls = [is_poll(c) for c in calls]
     default, early = stop(ids, polls, DEFAULT, None), stop(ids, polls, EARLY, POLL_LIMIT)
+    unordered = [identity(cli, c, True) for c in calls]
+    unordered_default = stop(unordered, polls, DEFAULT, None)
+    unordered_early = stop(unordered, polls, EARLY, POLL_LIMIT)
     reps, period, first = longest(ids)
     return {"calls": len(calls), "default_stop": default[0], "early_stop": early[0],
             "early_period": early[1], "early_loop_start": early[2], "default_loop_start": default[2],
             "exact_default_stop": stop([exact(c) for c in calls], polls, DEFAULT, None)[0],
-            "unordered_early_stop": stop([identity(cli, c, True) for c in calls], polls, EARLY, POLL_LIMIT)[0],
+            "unordered_early_stop": unordered_early[0], "unordered_early_loop_start": unordered_early[2],
+            "unordered_default_stop": unordered_default[0], "unordered_default_loop_start": unordered_default[2],
             "early_stop_no_poll_limit": stop(ids, polls, EARLY, None)[0],
             "most_repeated": reps, "most_repeated_period": period, "most_repeated_start": first,
+            "unordered_most_repeated": longest(unordered)[0], "unordered_most_repeated_period": longest(unordered)[1],
             "polls": sum(polls), "failed": sum(c.failed for c in calls)}
 
 
@@ -368,7 +374,8 @@ def verdict(key: str, entry: dict[str, Any]) -> dict[str, Any]:
         session = SESSION_READERS[cli](read_jsonl(HERE / cli / entry["session"]))
         figures = chains(cli if cli == "claude" else "codex", session)
         out["session"] = f"{cli}/{entry['session']}"
-        out.update({f"session_{k}": figures[k] for k in ("calls", "default_stop", "early_stop")})
+        kept = ("calls", "default_stop", "early_stop", "unordered_default_stop", "unordered_early_stop")
+        out.update({f"session_{k}": figures[k] for k in kept})
     if key in BLIND_SPOTS:
         out["blind_spot"] = BLIND_SPOTS[key]
     return out

@@ -165,8 +165,9 @@ def test_truncated_stream_fails_the_open_call_as_interrupted_and_ends_the_turn()
                   sum(c for _, _, c, _ in seen.values()), sum(b for _, b, _, _ in seen.values()))
     assert events[-3:] == [
         ToolFinished("toolu_01Hx8Wc2NqLpYv4TzKs7Jd5E", "Glob", {'pattern': 'product/**/schema.md'}, None, True,
-                     "interrupted", agent_id, 5, 5, None, 12),
-        ToolFinished(agent_id, "Agent", agent_args, None, True, "interrupted", None, 5, 5, None, 12),
+                     "interrupted", agent_id, 5, 5, None, 12, usage.input_tokens + usage.output_tokens),
+        ToolFinished(agent_id, "Agent", agent_args, None, True, "interrupted", None, 5, 5, None, 12,
+                     usage.input_tokens + usage.output_tokens),
         TurnEnded(5, 12, True, usage, "claude-sonnet-4-6", "f9324643-dd4c-4173-94e2-c7134bd091bd"),
     ]
     assert len(of(ToolStarted, events)) == len(of(ToolFinished, events)) == 5
