@@ -155,11 +155,12 @@ def split_lines(stream: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str]
             if skipped >= 0:
                 skipped += len(piece)
             elif held + len(piece) > limit:
-                prefix = (b"".join(parts) + piece[:_LONG_PREFIX])[:_LONG_PREFIX]
                 skipped, parts, held = held + len(piece), [], 0
             elif piece:
                 parts.append(piece)
                 held += len(piece)
+            if len(prefix) < _LONG_PREFIX and piece:  # a LongLine's text: its first bytes, kept as they pass
+                prefix += piece[:_LONG_PREFIX - len(prefix)]
             if cut < 0:
                 break
             yield _line(parts, skipped, prefix, first)

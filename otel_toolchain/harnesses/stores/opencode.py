@@ -118,7 +118,9 @@ class Session:
 
 
 def is_sqlite(path: Path) -> bool:
-    """Whether ``path`` is an SQLite database file."""
+    """Whether ``path`` is an SQLite database file (a regular one: a FIFO would block the read)."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as stream:
             return stream.read(16) == _SQLITE_MAGIC
