@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import io
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
-
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_toolchain.cli.replay import replay_lines
@@ -28,7 +28,7 @@ RECORDINGS = {
     "opencode": DATA / "opencode" / "pytest_fail.jsonl",
     "pi": DATA / "pi" / "pytest_fail.jsonl",
 }
-STORES = {"claude-code": DATA / "claude" / "cd_dirs.session.jsonl", "codex": DATA / "codex" / "pytest_fail.session.jsonl"}
+STORES = {"codex": DATA / "codex" / "pytest_fail.session.jsonl"}
 DEEP = "[" * 1000 + "]" * 1000
 HOSTILE = [
     '{"type": ' + DEEP + "}",
@@ -129,8 +129,6 @@ def test_splitting_a_50mb_line_is_linear() -> None:
 
 def test_100mb_without_a_newline_is_held_in_bounded_memory() -> None:
     """The stream is generated, never held: a reader that kept the line would hold 100 MB."""
-    import tracemalloc
-
     class Endless(io.RawIOBase):
         left = 100 << 20
 
