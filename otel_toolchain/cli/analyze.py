@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.analyze import Labels, analyze, render_text, to_dict
 from otel_toolchain.analyze.plot import write_plot
 from otel_toolchain.cli.progress import Progress
@@ -70,5 +71,5 @@ def run_analyze(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(to_dict(analysis), indent=2))
     else:
-        print(render_text(analysis))
+        print(terminal_safe(render_text(analysis)))
     return EXIT_OK

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.cli.analyze import register as register_analyze
 from otel_toolchain.cli.replay import Progress, format_outcome, replay_path
@@ -66,7 +67,7 @@ def print_turn_trees(pipeline: Pipeline, outcomes: Sequence[TurnOutcome], stream
         return
     shown = [turn for turn in turns if turn.trace_id in wanted]
     if shown:
-        print(render_turns(shown), file=stream, flush=True)
+        print(terminal_safe(render_turns(shown)), file=stream, flush=True)
 
 
 def finish_telemetry(pipeline: Pipeline) -> None:
@@ -98,7 +99,7 @@ def _replay(args: argparse.Namespace) -> int:
             except StreamError as exc:
                 if progress is not None:
                     progress.finish()
-                print(f"otel-toolchain: {exc}", file=sys.stderr)
+                print(terminal_safe(f"otel-toolchain: {exc}"), file=sys.stderr)
                 if args.strict:
                     return EXIT_USAGE
                 code = EXIT_FAILED  # one unreadable file loses nothing of the others
@@ -107,8 +108,8 @@ def _replay(args: argparse.Namespace) -> int:
                 progress.finish()
             replayed.extend(outcomes)
             for outcome in outcomes:
-                print(json.dumps(outcome.to_dict()) if args.format == "json" else format_outcome(outcome),
-                      flush=True)
+                text = json.dumps(outcome.to_dict()) if args.format == "json" else format_outcome(outcome)
+                print(terminal_safe(text), flush=True)
     finally:
         finish_telemetry(pipeline)
     if args.format == "text":
@@ -153,7 +154,7 @@ def _show(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"otel-toolchain: {path}: cannot read OTLP JSON lines: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(render_turns(turns, max_calls=args.max_calls))
+    print(terminal_safe(render_turns(turns, max_calls=args.max_calls)))
     return EXIT_OK
 
 

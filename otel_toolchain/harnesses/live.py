@@ -26,6 +26,7 @@ from typing import IO, Final
 
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.errors import CannotRun, StreamError
 from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
@@ -293,4 +294,5 @@ def run_harness(
 
 def _stop_line(stop: StopSignal) -> str:
     cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
-    return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}"
+    return terminal_safe(f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; "
+                         f"cycle: {cycle}", lines=False)
