@@ -8,6 +8,7 @@ time made the encoder refuse the whole batch ("101 traces dropped").
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -36,7 +37,7 @@ def _poisoned_turn(pipeline: Pipeline) -> None:
 
 
 def _spans(path: Path) -> dict[str, list[str]]:
-    requests = [parse_otlp_json(line, ExportTraceServiceRequest()) for line in path.read_text().splitlines()]
+    requests: list[Any] = [parse_otlp_json(line, ExportTraceServiceRequest()) for line in path.read_text().splitlines()]
     out: dict[str, list[str]] = {}
     for request in requests:
         for rs in request.resource_spans:

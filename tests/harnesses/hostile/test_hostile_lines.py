@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import tracemalloc
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-def _finished(events: list[object]) -> list[tuple[str, str]]:
+def _finished(events: Sequence[object]) -> list[tuple[str, str]]:
     return [(e.call_id, e.tool) for e in events if isinstance(e, ToolFinished)]
 
 
