@@ -37,10 +37,9 @@ def test_layout_survives_and_newlines_can_be_escaped() -> None:
 def _hostile_stream(tmp_path: Path) -> Path:
     evil = json.dumps(OSC_TITLE + CLEAR)[1:-1]
     lines = []
-    for line in GOOD.read_text(encoding="utf-8").splitlines():
-        line = line.replace('"name":"Bash"', f'"name":"Bash{evil}"')
-        line = line.replace('"session_id":"', '"session_id":"\\ud800' + json.dumps(OSC8)[1:-1])
-        lines.append(line)
+    for good in GOOD.read_text(encoding="utf-8").splitlines():
+        line = good.replace('"name":"Bash"', f'"name":"Bash{evil}"')
+        lines.append(line.replace('"session_id":"', '"session_id":"\\ud800' + json.dumps(OSC8)[1:-1]))
     path = tmp_path / "evil.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

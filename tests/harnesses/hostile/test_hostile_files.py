@@ -49,8 +49,9 @@ def test_a_fifo_named_jsonl_does_not_hang_replay_or_analyze(tmp_path: Path, caps
     assert main(["replay", str(folder)]) == 0
     assert len(_replayed(capsys.readouterr().out)) == 1
     assert "b-fifo.jsonl:0: not a regular file (FIFO)" in caplog.text
-    assert main(["analyze", str(folder.parent)]) in (0, 1)
+    assert main(["analyze", str(folder.parent)]) == 0  # analyze's convention: errors listed, report kept
     captured = capsys.readouterr()
+    assert captured.out.startswith("1 runs, 1 turns, 40 calls")
     assert "b-fifo.jsonl:0: not a regular file (FIFO): skipped" in captured.out + captured.err
 
 
@@ -58,10 +59,10 @@ def test_a_dangling_symlink_in_a_projects_folder_does_not_crash_analyze(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = _folder(tmp_path)
     (folder / "c-gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
-    assert main(["analyze", str(folder.parent)]) in (0, 1)
+    assert main(["analyze", str(folder.parent)]) == 0
     captured = capsys.readouterr()
     assert "c-gone.jsonl:0: cannot read: dangling symbolic link" in captured.out + captured.err
-    assert "1 run" in captured.out or "runs" in captured.out
+    assert captured.out.startswith("1 runs, 1 turns, 40 calls")
 
 
 def test_a_device_is_refused_before_it_is_opened() -> None:
