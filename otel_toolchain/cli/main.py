@@ -151,8 +151,8 @@ def _show(args: argparse.Namespace) -> int:
         path = path / "traces.jsonl"
     try:
         turns = turns_from_otlp_file(path)
-    except (OSError, ValueError) as exc:
-        print(f"otel-toolchain: {path}: cannot read OTLP JSON lines: {exc}", file=sys.stderr)
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, StreamError) as exc:
+        print(terminal_safe(f"otel-toolchain: {path}: cannot read OTLP JSON lines: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     print(terminal_safe(render_turns(turns, max_calls=args.max_calls)))
     return EXIT_OK
