@@ -32,7 +32,7 @@ import stat
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 from otel_toolchain.errors import MissingExtra, StreamError
 from otel_toolchain.harnesses._zst import MAX_ZST_BYTES, MAX_ZST_RATIO, zstd_reader
@@ -59,6 +59,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _LONG_PREFIX = 200
 _MAX_MS = (1 << 63) // 1_000_000
 _MAX_DAYS = (1 << 63) // 86_400_000_000_000
+
+
+class Readable(Protocol):
+    """What :func:`split_lines` reads: ``read(size)`` giving bytes, ``b""`` at the end."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to ``size`` bytes."""
+        ...
 
 
 class BadLineError(ValueError):
@@ -133,7 +141,7 @@ def iter_lines(path: Path) -> Iterator[str]:
         yield from split_lines(stream)
 
 
-def split_lines(stream: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str]:
+def split_lines(stream: Readable, limit: int = MAX_LINE_BYTES) -> Iterator[str]:
     """Split a byte stream on ``\\n``; a last line without one is yielded too.
 
     Linear in the input whatever the line lengths; a line longer than ``limit`` bytes is yielded

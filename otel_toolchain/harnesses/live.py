@@ -29,6 +29,7 @@ from opentelemetry.trace import Link, SpanContext, TraceFlags
 from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.errors import CannotRun, StreamError
 from otel_toolchain.harnesses._base import StreamReader
+from otel_toolchain.harnesses._lines import split_lines
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
@@ -148,10 +149,9 @@ class _Attempt:
 
     def _read(self, stdout: IO[bytes], group: _Group) -> None:
         head: list[str] = []
-        for line_no, raw in enumerate(iter(stdout.readline, b""), 1):
-            self._line_time = time.monotonic()
-            self._pass_through(raw)
-            text = raw.decode("utf-8", "replace")
+        # split_lines bounds memory (a line past MAX_LINE_BYTES is skipped, not held); the bytes are
+        # passed through as they arrive, whole, whatever the lines
+        for line_no, text in enumerate(split_lines(_Tee(stdout, self)), 1):
             if self._reader is None:
                 head.append(text)
                 self._reader, self._writer = self._start_reading(head, group)
@@ -159,6 +159,10 @@ class _Attempt:
                     self._feed(earlier, number)
                 continue
             self._feed(text, line_no)
+
+    def _arrived(self, chunk: bytes) -> None:
+        self._line_time = time.monotonic()
+        self._pass_through(chunk)
 
     def _end_stragglers(self, group: _Group) -> None:
         """Once the harness has exited, end what it left in its group holding standard output open."""
@@ -226,6 +230,20 @@ class _Attempt:
             return  # the turn is over: what a dying harness still prints is passed through, not recorded
         for event in self._reader.feed(text, line_no, time.time_ns()):
             self._writer.handle(event)
+
+
+class _Tee:
+    """The harness's standard output as split_lines reads it: what has arrived, passed through on the way."""
+
+    def __init__(self, stdout: IO[bytes], attempt: _Attempt) -> None:
+        self._read = getattr(stdout, "read1", stdout.read)  # read1: what is there, without waiting for more
+        self._attempt = attempt
+
+    def read(self, size: int = -1) -> bytes:
+        chunk: bytes = self._read(size)
+        if chunk:
+            self._attempt._arrived(chunk)
+        return chunk
 
 
 def run_harness(
