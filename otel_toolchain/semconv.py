@@ -69,6 +69,10 @@ HOOK: Final = "otel_toolchain.hook"
 LISTENER_HOOK_PREFIX: Final = "listener."
 """``otel_toolchain.hook`` of an error raised by a listener (``listener.on_stop``…), not by the plugin itself."""
 EXPORT_SIGNAL: Final = "otel_toolchain.signal"
+EXPORT_REASON: Final = "otel_toolchain.export.reason"
+"""Why ``otel_toolchain.export.dropped`` dropped items: absent for a failed export, ``invalid_item``
+for one item refused alone."""
+EXPORT_REASON_INVALID: Final = "invalid_item"
 TOOL_FAILED: Final = "otel_toolchain.tool.failed"
 
 ERROR_TYPE_PLUGIN_PREFIX: Final = "tool_plugin."
@@ -108,6 +112,8 @@ METRIC_PLUGIN_ERRORS: Final = "otel_toolchain.plugin.errors"
 METRIC_TURNS_EVICTED: Final = "otel_toolchain.turns.evicted"
 METRIC_EVICTED_CALLS: Final = "otel_toolchain.turns.evicted_calls"
 METRIC_EXPORT_DROPPED: Final = "otel_toolchain.export.dropped"
+METRIC_EXPORT_REPAIRED: Final = "otel_toolchain.export.repaired"
+"""Items made encodable before export (a lone surrogate replaced, a time out of range clamped), by signal."""
 
 TOOL_DURATION_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
                                 40.96, 81.92)

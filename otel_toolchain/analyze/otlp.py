@@ -16,13 +16,13 @@ its children), so memory holds the traces still open, not the file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
+from otel_toolchain.harnesses._lines import decode_line
 from otel_toolchain.harnesses.events import Event, Retry, ToolFinished, TurnEnded, TurnStarted
 from otel_toolchain.identity import parse_arguments
 
@@ -68,7 +68,7 @@ def _spans(path: Path) -> Iterator[dict[str, Any]]:
         for line in lines:
             if not line.strip():
                 continue
-            for resource in json.loads(line).get("resourceSpans", ()):
+            for resource in decode_line(line).get("resourceSpans", ()):
                 for scope in resource.get("scopeSpans", ()):
                     yield from scope.get("spans", ())
 

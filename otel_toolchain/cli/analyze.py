@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.cli import codes
 from otel_toolchain.harnesses.detect import HARNESSES
 
@@ -108,13 +109,14 @@ def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
     if args.plot:
         write_plot(analysis, args.plot)
         analysis.notes.append(f"plot written to {args.plot}")
-    text = json.dumps(to_dict(analysis), indent=2) if args.format == "json" else render_text(analysis)
+    # JSON escapes control characters itself; the text report shows names from the streams
+    text = json.dumps(to_dict(analysis), indent=2) if args.format == "json" else terminal_safe(render_text(analysis))
     if ctx is not None:
         ctx.out.line(text)
     else:
         print(text)
     for error in analysis.errors:
-        print(f"otel-toolchain: {error}", file=sys.stderr)
+        print(terminal_safe(f"otel-toolchain: {error}"), file=sys.stderr)
     empty = [path for path in args.paths if Path(path).is_dir() and not expand([path])]
     for path in empty:
         print(f"otel-toolchain: {path}: no runs in this folder", file=sys.stderr)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.cli import codes
 from otel_toolchain.cli.output import Out, note, screen_for, warn
@@ -171,7 +172,7 @@ def _blank(path: Path) -> bool:
 
 def warn_error(message: str) -> None:
     """An error that does not end the command (the other inputs are still read): one line on stderr."""
-    print(f"otel-toolchain: {message}", file=sys.stderr, flush=True)
+    print(terminal_safe(f"otel-toolchain: {message}"), file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:

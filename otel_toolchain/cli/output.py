@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from otel_toolchain._terminal import terminal_safe
+
 if TYPE_CHECKING:
     from otel_toolchain.cli.tree import Screen
 
@@ -36,7 +38,7 @@ class Out:
     def line(self, text: str) -> None:
         """Print ``text`` and a newline, flushed, unless the reader has gone."""
         with self.guard():
-            print(text, file=self.stream, flush=True)
+            print(terminal_safe(text), file=self.stream, flush=True)
 
     @contextlib.contextmanager
     def guard(self) -> Iterator[TextIO]:
@@ -112,9 +114,9 @@ def setup_logging(verbosity: int) -> None:
 
 def note(message: str) -> None:
     """A note on stderr (hidden by ``-q``)."""
-    _log.info(message)
+    _log.info(terminal_safe(message))
 
 
 def warn(message: str) -> None:
     """A warning on stderr (always shown)."""
-    _log.warning(message)
+    _log.warning(terminal_safe(message))

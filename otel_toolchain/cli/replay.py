@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.errors import StreamError
 from otel_toolchain.harnesses.opener import open_lines
 from otel_toolchain.harnesses.runs import Run, expand, runs_in
@@ -69,7 +70,7 @@ def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", st
             outcomes.extend(_replay_run(run, recorder, progress))
         except (StreamError, MissingExtra, OSError, sqlite3.Error) as exc:
             if folder and not strict:
-                _log.warning("otel_toolchain: %s: passed over: %s", run.source, exc)
+                _log.warning("otel_toolchain: %s: passed over: %s", terminal_safe(run.source), terminal_safe(str(exc)))
                 continue
             if isinstance(exc, StreamError):
                 raise

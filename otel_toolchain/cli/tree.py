@@ -23,6 +23,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.cli.folding import Group, fold
 from otel_toolchain.outcome import CallRecord, TurnOutcome
 
@@ -60,8 +61,10 @@ class Screen:
     glyphs: Glyphs = UNICODE
 
 
-def _cut(text: str, room: int, glyphs: Glyphs) -> str:
-    if len(text) <= room:
+def _cut(text: str, room: int | None, glyphs: Glyphs) -> str:
+    """``text`` from a stream, made harmless to the terminal, cut to ``room`` columns (None: whole)."""
+    text = terminal_safe(text, lines=False)
+    if room is None or len(text) <= room:
         return text
     keep = max(0, room - len(glyphs.ellipsis))
     return text[:keep] + glyphs.ellipsis if room > len(glyphs.ellipsis) else text[:room]
@@ -82,12 +85,13 @@ def _counts(calls: Iterable[CallRecord]) -> tuple[int, int]:
 
 def _header(turn: TurnOutcome, screen: Screen) -> list[Text]:
     g = screen.glyphs
-    first = f"{turn.name or 'turn'}  trace {turn.trace_id:032x}"[: len(turn.name or "turn") + 16]
+    name = terminal_safe(turn.name or "turn", lines=False)
+    first = f"{name}  trace {turn.trace_id:032x}"[: len(name) + 16]
     line = Text()
     line.append(first, style="bold")
     if turn.session_id:
         room = None if screen.width is None else max(8, screen.width - len(first) - len("  session "))
-        line.append(f"  session {turn.session_id if room is None else _cut(turn.session_id, room, g)}", style="dim")
+        line.append(f"  session {_cut(turn.session_id, room, g)}", style="dim")
     total, failed = _counts(turn.tree)
     second = Text(f"  {total} calls, ")
     second.append(f"{failed} failed", style="red" if failed else "")
@@ -171,7 +175,7 @@ def _call_line(prefix: str, index: str, call: CallRecord, *, repeats: int, cols:
         room = None if screen.width is None else screen.width - len(line) - len(tail) - 2
         if room is None or room >= _MIN_WHAT:
             line.append("  ")
-            line.append(call.what if room is None else _cut(call.what, room, g))
+            line.append(_cut(call.what, room, g))
     line.append_text(tail)
     return line
 

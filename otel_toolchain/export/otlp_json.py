@@ -29,6 +29,8 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult,
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otel_toolchain.harnesses._lines import BadLineError, decode_line, regular_file
+
 __all__ = ["JsonLinesLogExporter", "JsonLinesMetricExporter", "JsonLinesSpanExporter", "read_otlp_json_lines",
            "to_otlp_json"]
 
@@ -51,17 +53,31 @@ def to_otlp_json(message: Message) -> str:
 
 def parse_otlp_json(line: str, message: Message) -> Message:
     """Parse one OTLP/JSON line into ``message`` (an empty request of the right type) with real protobufs."""
-    data = _ids(json.loads(line), lambda v: base64.b64encode(bytes.fromhex(v)).decode())
+    data = _ids(decode_line(line), lambda v: base64.b64encode(bytes.fromhex(v)).decode())
     return json_format.ParseDict(data, message, ignore_unknown_fields=True)
 
 
 def read_otlp_json_lines(path: Path, *, offset: int = 0) -> Iterator[dict[str, Any]]:
-    """Every request in an OTLP JSON lines file from byte ``offset`` on, as plain dicts (ids stay hex)."""
-    with path.open(encoding="utf-8") as lines:
+    """Every request in an OTLP JSON lines file from byte ``offset`` on, as plain dicts (ids stay hex).
+
+    Lines are decoded within the limits of :func:`~otel_toolchain.harnesses._lines.decode_line`.
+
+    Raises:
+        StreamError: ``path`` is not a regular file (a FIFO would block).
+        ValueError: a line is not a JSON object within those limits; the message names the line.
+    """
+    regular_file(path)
+    with path.open(encoding="utf-8", errors="replace") as lines:
         lines.seek(offset)
-        for line in lines:
+        for line_no, line in enumerate(lines, 1):
             if line.strip():
-                yield json.loads(line)
+                try:
+                    request = decode_line(line)
+                except BadLineError as exc:
+                    raise BadLineError(f"line {line_no}: {exc}") from None
+                if not isinstance(request, dict):
+                    raise BadLineError(f"line {line_no}: not a JSON object")
+                yield request
 
 
 class _Appender:

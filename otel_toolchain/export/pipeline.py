@@ -29,10 +29,10 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from opentelemetry.metrics import Counter
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
@@ -57,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from otel_toolchain import semconv
 from otel_toolchain.errors import ToolchainError
+from otel_toolchain.export._sanitize import clean_log, clean_span
 from otel_toolchain.export.otlp_json import JsonLinesLogExporter, JsonLinesMetricExporter, JsonLinesSpanExporter
 
 __all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir", "expand_path", "signal_endpoint"]
@@ -156,6 +157,8 @@ class Pipeline:
         return finished
 
 
+_T = TypeVar("_T")
+
 class _Dropped:
     """Counts what an exporter failed to deliver, in a counter and a plain dict."""
 
@@ -164,12 +167,37 @@ class _Dropped:
         self._signal = signal
         self._lock = threading.Lock()
         self.counter: Counter | None = None
+        self.repaired_counter: Counter | None = None
+        self.repaired = 0
 
-    def add(self, items: int) -> None:
+    def add(self, items: int, *, invalid: bool = False) -> None:
         with self._lock:
             self._counts[self._signal] += items
         if self.counter is not None:
-            self.counter.add(items, {semconv.EXPORT_SIGNAL: self._signal})
+            attributes = {semconv.EXPORT_SIGNAL: self._signal}
+            if invalid:
+                attributes[semconv.EXPORT_REASON] = semconv.EXPORT_REASON_INVALID
+            self.counter.add(items, attributes)
+
+    def clean(self, items: Sequence[_T], clean: Callable[[_T], tuple[_T | None, bool]]) -> list[_T]:
+        """``items`` made encodable one by one (see :mod:`._sanitize`): the refused counted, the rest kept."""
+        kept: list[_T] = []
+        repaired = refused = 0
+        for item in items:
+            cleaned, changed = clean(item)
+            repaired += changed and cleaned is not None
+            if cleaned is None:
+                refused += 1
+            else:
+                kept.append(cleaned)
+        if refused:
+            self.add(refused, invalid=True)
+        if repaired:
+            with self._lock:
+                self.repaired += repaired
+            if self.repaired_counter is not None:
+                self.repaired_counter.add(repaired, {semconv.EXPORT_SIGNAL: self._signal})
+        return kept
 
 
 class _CountingSpanExporter(SpanExporter):
@@ -177,6 +205,7 @@ class _CountingSpanExporter(SpanExporter):
         self._inner, self._dropped = inner, dropped
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        spans = self._dropped.clean(spans, clean_span)
         try:
             result = self._inner.export(spans)
         except Exception:  # noqa: BLE001 (exporters should not raise; if one does, the batch is lost)
@@ -197,6 +226,7 @@ class _CountingLogExporter(LogRecordExporter):
         self._inner, self._dropped = inner, dropped
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        batch = self._dropped.clean(batch, clean_log)
         try:
             result = self._inner.export(batch)
         except Exception:  # noqa: BLE001 (as for spans)
@@ -332,8 +362,11 @@ def build_pipeline(settings: ExportSettings | None = None, environ: Mapping[str,
     counter = meter_provider.get_meter("otel_toolchain").create_counter(
         semconv.METRIC_EXPORT_DROPPED, unit="{item}", description="Telemetry an exporter failed to deliver."
     )
+    repaired = meter_provider.get_meter("otel_toolchain").create_counter(
+        semconv.METRIC_EXPORT_REPAIRED, unit="{item}", description="Telemetry made encodable before export."
+    )
     for signal, each in dropped.items():
-        each.counter = counter
+        each.counter, each.repaired_counter = counter, repaired
         counter.add(0, {semconv.EXPORT_SIGNAL: signal})
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     for spans in spans_out:

@@ -10,12 +10,12 @@ handler emitted before it tripped are kept, so every started call still finishes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from otel_toolchain.calls import UNKNOWN_TOOL
 from otel_toolchain.errors import StreamError
+from otel_toolchain.harnesses._lines import BadLineError, decode_line
 from otel_toolchain.harnesses.events import (
     BadLine,
     Event,
@@ -28,12 +28,15 @@ from otel_toolchain.harnesses.events import (
 )
 from otel_toolchain.identity import canonical_json
 
-__all__ = ["StreamReader"]
+__all__ = ["FIELD_ERRORS", "StreamReader"]
 
 Handler = Callable[[dict[str, Any], int, int, list[Event]], None]
 """(decoded line, line number, arrival time in ns, events out) -> None."""
 
 _TEXT_LIMIT = 200
+FIELD_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError)
+"""What a handler tripping over a missing, mistyped or out-of-range field raises: a bad line, never a crash."""
+_INT64 = 1 << 63
 
 
 class StreamReader(Protocol):
@@ -65,9 +68,12 @@ def opt_str(obj: dict[str, Any], key: str) -> str | None:
 
 
 def opt_int(obj: dict[str, Any], key: str) -> int:
-    """``obj[key]`` if it is a number, else 0."""
+    """``obj[key]`` if it is a number within int64, else 0 (usage is read at a turn's end, when no line is
+    left to blame: a count no exporter could carry counts as absent)."""
     value = obj.get(key)
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not -_INT64 < value < _INT64:
+        return 0
+    return int(value)
 
 
 def text_of(content: Any) -> str | None:
@@ -122,9 +128,9 @@ class BaseReader:
         """The events of one line; see :class:`StreamReader`."""
         self._last_line = line_no
         try:
-            obj = json.loads(line)
-        except ValueError:
-            return [] if not line.strip() else self._bad(line_no, "not JSON", line)
+            obj = decode_line(line)
+        except BadLineError as exc:
+            return [] if not line.strip() else self._bad(line_no, str(exc), line)
         if not isinstance(obj, dict):
             return self._bad(line_no, "not a JSON object", line)
         kind = obj.get("type")
@@ -136,7 +142,7 @@ class BaseReader:
         out: list[Event] = []
         try:
             handler(obj, line_no, now_ns, out)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except FIELD_ERRORS as exc:
             out.extend(self._bad(line_no, f"{kind}: {_describe(exc)}", line))
         return out
 
@@ -197,6 +203,8 @@ class BaseReader:
     ) -> None:
         if not self._turn_open:
             self._start_turn(out, time_ns, line_no)
+        if call_id in self._calls:  # a repeated start line: the call is already open, and ends once
+            return
         self._calls[call_id] = started = ToolStarted(call_id, tool, arguments, parent, time_ns, line_no)
         out.append(started)
 

@@ -10,8 +10,9 @@ detects (replay, ``run`` and its ``--log``, analyze) reads that same window, thr
 
 from __future__ import annotations
 
-import json
 from typing import Final
+
+from otel_toolchain.harnesses._lines import BadLineError, decode_line
 
 __all__ = ["DETECT_LINES", "HARNESSES", "STORE", "STREAM", "detect_format", "detect_harness", "harness_mismatch",
            "starts_another_run"]
@@ -86,12 +87,14 @@ def detect_format(first_lines: list[str]) -> tuple[str, str] | None:
     pi_header = False
     for line in first_lines:
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = decode_line(line)
+        except BadLineError:
             continue
         if not isinstance(obj, dict):
             continue
         kind = obj.get("type")
+        if kind is not None and not isinstance(kind, str):
+            continue  # {"type": {}}: no harness writes that, and it must not reach the set lookups
         store = _store_harness_of(obj, kind)
         if store is not None:
             return store, STORE

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -34,9 +34,11 @@ from typing import IO, Final
 
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.errors import CannotRun, StreamError
 from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses._base import StreamReader
+from otel_toolchain.harnesses._lines import MAX_LINE_BYTES, split_lines
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
@@ -47,11 +49,8 @@ from otel_toolchain.signals import StopSignal
 __all__ = ["EXIT_STOPPED", "MAX_LINE_BYTES", "RunResult", "run_harness"]
 
 EXIT_STOPPED: Final = 75
-MAX_LINE_BYTES: Final = 64 << 20
 """The longest line recorded (as the hardened line decoder's); a longer one is passed through and
 counted as a bad line."""
-_PIECE_BYTES: Final = 1 << 20
-_HEAD_OF_LONG_LINE: Final = 256
 
 
 @dataclass
@@ -185,9 +184,9 @@ class _Attempt:
 
     def _read(self, stdout: IO[bytes], group: _Group) -> None:
         head: list[str] = []
-        for line_no, raw in enumerate(self._lines(stdout), 1):
-            self._line_time = time.monotonic()
-            text = raw.decode("utf-8", "replace")
+        # split_lines bounds memory (a line past max_line_bytes is skipped, not held); the bytes are
+        # passed through as they arrive, whole, whatever the lines
+        for line_no, text in enumerate(split_lines(_Tee(stdout, self), self.max_line_bytes), 1):
             if self._reader is None:
                 head.append(text)
                 self._reader, self._writer = self._start_reading(head, group)
@@ -196,30 +195,9 @@ class _Attempt:
                 continue
             self._feed(text, line_no)
 
-    def _lines(self, stdout: IO[bytes]) -> Iterator[bytes]:
-        """Each line, its pieces passed through as they arrive; a line over the limit as its first bytes.
-
-        At most ``max_line_bytes`` plus one piece is held, whatever the output: what is left of
-        an over-long line is passed through and dropped, and its first bytes (which cannot parse)
-        make it a counted bad line.
-        """
-        parts: list[bytes] = []
-        held, long_head = 0, b""
-        while piece := stdout.readline(_PIECE_BYTES):
-            self._pass_through(piece)
-            if long_head:
-                pass
-            elif held + len(piece) > self.max_line_bytes:
-                long_head = ((parts[0] if parts else piece)[:_HEAD_OF_LONG_LINE]) or b"\0"
-                parts, held = [], 0
-            else:
-                parts.append(piece)
-                held += len(piece)
-            if piece.endswith(b"\n"):
-                yield long_head or b"".join(parts)
-                parts, held, long_head = [], 0, b""
-        if parts or long_head:
-            yield long_head or b"".join(parts)
+    def _arrived(self, chunk: bytes) -> None:
+        self._line_time = time.monotonic()
+        self._pass_through(chunk)
 
     def _end_stragglers(self, group: _Group) -> None:
         """Once the harness has exited, end what it left in its group holding standard output open."""
@@ -292,6 +270,20 @@ class _Attempt:
             return  # the turn is over: what a dying harness still prints is passed through, not recorded
         for event in self._reader.feed(text, line_no, time.time_ns()):
             self._writer.handle(event)
+
+
+class _Tee:
+    """The harness's standard output as split_lines reads it: what has arrived, passed through on the way."""
+
+    def __init__(self, stdout: IO[bytes], attempt: _Attempt) -> None:
+        self._read = getattr(stdout, "read1", stdout.read)  # read1: what is there, without waiting for more
+        self._attempt = attempt
+
+    def read(self, size: int = -1) -> bytes:
+        chunk: bytes = self._read(size)
+        if chunk:
+            self._attempt._arrived(chunk)
+        return chunk
 
 
 def run_harness(
@@ -378,5 +370,5 @@ def _check_runnable(program: str) -> None:
 def _stop_line(stop: StopSignal, number: int = 1, attempts: int = 1) -> str:
     cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
     which = f" (attempt {number} of {attempts})" if attempts > 1 else ""
-    return (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; "
-            f"cycle: {cycle}; {evidence(stop)}")
+    return terminal_safe(f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; "
+                         f"cycle: {cycle}; {evidence(stop)}", lines=False)

@@ -119,7 +119,7 @@ def _counted(lines: Iterator[str], on_bytes: Callable[[int], None] | None) -> It
 
 def _counting(lines: Iterator[str], on_bytes: Callable[[int], None]) -> Iterator[str]:
     for line in lines:
-        on_bytes(len(line) + 1)
+        on_bytes(getattr(line, "size", len(line)) + 1)  # a LongLine holds only its first bytes
         yield line
 
 

@@ -159,6 +159,8 @@ class SpanWriter:
 
     # -- tool calls -----------------------------------------------------------------------------------
     def _started(self, event: ToolStarted) -> None:
+        if event.call_id in self._open_tools:  # started twice: one span, which its one end ends
+            return
         turn = self._ensure_turn(event.time_ns)
         parent = self._open_tools.get(event.parent_call_id) if event.parent_call_id else None
         span = turn.start_tool(event.tool, event.arguments, call_id=event.call_id, start_ns=event.time_ns or None,

@@ -23,11 +23,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from otel_toolchain.harnesses._lines import BadLineError, decode_line
+
 __all__ = ["Outcome", "outcome_of"]
 
 _HEADER = re.compile(r"^(Exit code|Wall time|Chunk ID|Original token count|Total output lines|Process exited with code"
                      r"|Process running with session ID)\b:?\s*(.*)$")
 _SANDBOX_EXIT = re.compile(r"exit code:\s*(-?\d+)")
+_MAX_SECONDS = 10_000_000.0
+"""Longest call time believed (about 115 days); beyond is no duration a call had."""
 _SECONDS = re.compile(r"^([0-9.]+)\s*s")
 _DECLINED = ("patch rejected by user", "exec command rejected by user", "rejected by user")
 _ERRORS = ("failed in sandbox", "execution error:", "apply_patch verification failed", "sandbox error")
@@ -49,8 +53,8 @@ def _exit(code: int) -> tuple[bool, str | None]:
 
 def _from_json(text: str) -> Outcome | None:
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = decode_line(text)
+    except BadLineError:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("output"), str):
         return None
@@ -59,7 +63,7 @@ def _from_json(text: str) -> Outcome | None:
     code = metadata.get("exit_code")
     failed, error_type = _exit(code) if isinstance(code, int) else (False, None)
     seconds = metadata.get("duration_seconds")
-    duration = int(seconds * 1e9) if isinstance(seconds, (int, float)) else None
+    duration = int(seconds * 1e9) if isinstance(seconds, (int, float)) and 0 <= seconds < _MAX_SECONDS else None
     return Outcome(data["output"], failed, error_type, duration)
 
 
@@ -78,7 +82,7 @@ def _from_header(text: str) -> Outcome | None:
         if name in ("Exit code", "Process exited with code") and value.lstrip("-").isdigit():
             failed, error_type = _exit(int(value))
         elif name == "Wall time" and (seconds := _SECONDS.match(value)):
-            duration = int(float(seconds.group(1)) * 1e9)
+            duration = int(min(float(seconds.group(1)), _MAX_SECONDS) * 1e9)
         elif name == "Process running with session ID":
             kept.append(match.group(0))
     return Outcome("\n".join([*kept, body]) if kept else body, failed, error_type, duration)

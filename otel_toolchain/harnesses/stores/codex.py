@@ -22,13 +22,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Collection
 from typing import Any
 
 from otel_toolchain.harnesses._base import BaseReader, opt_str, req_str
-from otel_toolchain.harnesses._lines import iso_ns
+from otel_toolchain.harnesses._lines import BadLineError, decode_line, iso_ns
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.stores._codex_output import outcome_of
 from otel_toolchain.harnesses.streams.codex import command_text
@@ -45,8 +43,8 @@ def _arguments(raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw if raw is not None else {}
     try:
-        return json.loads(raw)
-    except ValueError:
+        return decode_line(raw)
+    except BadLineError:
         return raw
 
 
@@ -98,12 +96,15 @@ class CodexStoreReader(BaseReader):
         """As BaseReader, plus the bare era's first line, which has no ``type``."""
         if line_no == 1 and line.startswith("{") and '"instructions"' in line and '"type"' not in line[:200]:
             self._bare = True
-            with contextlib.suppress(ValueError):
-                self.session_id = opt_str(json.loads(line), "id")
+            try:
+                header = decode_line(line)
+            except BadLineError as exc:
+                return self._bad(line_no, str(exc), line)
+            self.session_id = opt_str(header, "id") if isinstance(header, dict) else None
             return []
         if self._bare and line.startswith('{"record_type"'):
             return []
-        if _passed_over(line):
+        if _passed_over(line) and line.rstrip().endswith("}"):  # a cut-off line is read, so it counts as bad
             self._last_line = line_no
             return []
         return super().feed(line, line_no, now_ns)

@@ -19,7 +19,6 @@ when it starts, so a short history is usually a cut one: :func:`claude_retention
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_toolchain.harnesses._lines import decode_line
 from otel_toolchain.harnesses.stores.opencode import is_sqlite, is_storage_root
 
 __all__ = ["CLAUDE_RETENTION_DAYS", "Discovery", "claude_retention_note", "discover"]
@@ -54,8 +54,8 @@ def _list(value: str | None) -> list[Path]:
 
 def _settings(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = decode_line(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):  # BadLineError is a ValueError: deep, non-finite, not JSON
         return {}
     return data if isinstance(data, dict) else {}
 

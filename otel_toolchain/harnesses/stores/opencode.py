@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from otel_toolchain.harnesses._base import opt_str
-from otel_toolchain.harnesses._lines import ms_ns
+from otel_toolchain.harnesses._base import FIELD_ERRORS, opt_str
+from otel_toolchain.harnesses._lines import BadLineError, decode_line, ms_ns
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.streams.opencode import OpenCodeReader
 
@@ -91,7 +91,7 @@ class OpenCodeStoreReader(OpenCodeReader):
                 reason = error.get("message") if isinstance(error, dict) else error
                 self._retry(out, attempt if isinstance(attempt, int) else 1,
                             reason if isinstance(reason, str) else None, time_ns, line_no)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except FIELD_ERRORS as exc:
             out.extend(self._bad(line_no, f"part {kind}: {exc}", json.dumps(part)[:200]))
 
     def read(self, messages: Iterable[Message]) -> Iterator[Event]:
@@ -118,7 +118,9 @@ class Session:
 
 
 def is_sqlite(path: Path) -> bool:
-    """Whether ``path`` is an SQLite database file."""
+    """Whether ``path`` is an SQLite database file (a regular one: a FIFO would block the read)."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as stream:
             return stream.read(16) == _SQLITE_MAGIC
@@ -127,7 +129,13 @@ def is_sqlite(path: Path) -> bool:
 
 
 def _loads(text: Any) -> dict[str, Any]:
-    value = json.loads(text) if isinstance(text, (str, bytes)) else None
+    """A stored row's JSON as a dict; a row that is not one (or breaks the limits of ``decode_line``) is empty."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    try:
+        value = decode_line(text) if isinstance(text, str) else None
+    except BadLineError:
+        value = None
     return value if isinstance(value, dict) else {}
 
 

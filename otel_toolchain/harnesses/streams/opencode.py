@@ -25,18 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from otel_toolchain.harnesses._base import BaseReader, opt_int, opt_str, req_str
+from otel_toolchain.harnesses._lines import ms_ns
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["OpenCodeReader"]
 
-_MS = 1_000_000
 _UNFINISHED = frozenset({"pending", "running"})
-
-
-def _ms_to_ns(value: Any) -> int | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value * _MS)
-    return None
 
 
 def _outcome(tool: str, state: dict[str, Any]) -> tuple[str | None, bool, str | None]:
@@ -100,7 +94,7 @@ class OpenCodeReader(BaseReader):
         return _step_usage(raw)
 
     def _line_time(self, obj: dict[str, Any], now_ns: int) -> int:
-        stamp = _ms_to_ns(obj.get("timestamp"))
+        stamp = ms_ns(obj.get("timestamp"))
         if stamp is not None:
             self._stream_ns = stamp
             return stamp
@@ -129,8 +123,8 @@ class OpenCodeReader(BaseReader):
         time_ns = self._begin(obj, line_no, now_ns, out)
         times = state.get("time")
         times = times if isinstance(times, dict) else {}
-        end_ns = _ms_to_ns(times.get("end")) or time_ns
-        start_ns = _ms_to_ns(times.get("start"))
+        end_ns = ms_ns(times.get("end")) or time_ns
+        start_ns = ms_ns(times.get("start"))
         if status in _UNFINISHED:
             if call_id not in self._calls:
                 self._start_call(out, call_id, tool, state.get("input") or {},
