@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from otel_toolchain.calls import Retry, ToolCall
     from otel_toolchain.chain import Toolchain
     from otel_toolchain.errors import (
+        BadRequest,
         CannotRun,
         LabelError,
         ManifestError,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "AgentRecorder": "recorder",
+    "BadRequest": "errors",
     "CannotRun": "errors",
     "CycleCall": "signals",
     "LabelError": "errors",
@@ -54,6 +56,7 @@ _HOMES = {
 
 __all__ = [
     "AgentRecorder",
+    "BadRequest",
     "CannotRun",
     "CycleCall",
     "LabelError",

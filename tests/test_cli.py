@@ -85,15 +85,15 @@ def test_show_reads_the_embedded_default_and_keeps_marked_lines_when_eliding(tmp
     assert masked(done.stdout) == (
         "invoke_agent claude-code  trace xxxxxxxx  session 313d7db3-cb4b-4a3f-91d1-e286917c53df\n"
         "  4 calls, 0 failed\n"
-        "├─ 1  Bash  read  0 ms\n"
+        "├─ 1  Bash  read  88 ms\n"  # the stream's own line times (use line to result line)
         "└─ … 3 more calls …\n"
         "invoke_agent claude-code  trace xxxxxxxx  session cd36c0d6-86e9-4896-9397-4ddcab5bfb3d\n"
         "  30 calls, 0 failed\n"
         "  STOPPED by repeat_guard at call 25: the same call (Bash) repeated 25 times in a row with the same "
         "results\n"
-        "├─  1  Bash  read  0 ms  ◀ loop from 1\n"  # no arguments on the spans: calls are not folded
+        "├─  1  Bash  read  58 ms  ◀ loop from 1\n"  # no arguments on the spans: calls are not folded
         "├─ … 23 more calls …\n"
-        "├─ 25  Bash  read  0 ms  ◀ STOP at 25\n"
+        "├─ 25  Bash  read  37 ms  ◀ STOP at 25\n"
         "└─ … 5 more calls …\n")
     as_json = [json.loads(line) for line in cli(tmp_path, "show", "--format", "json").stdout.splitlines()]
     assert [turn["calls"] for turn in as_json] == [4, 30]
@@ -110,7 +110,7 @@ def test_a_shadow_stop_and_its_nudge_are_shown_in_text_and_json(tmp_path: Path) 
         "  SHADOW STOP (not enforced) by repeat_guard at call 25: the same call (Bash) repeated 25 times in a row "
         "with the same results",
         f"  nudged by repeat_guard: {_nudge_message(done.stdout)}",
-        "└─ 1-30  Bash  0 ms  #11e91d7e \u00d730  ◀ loop from 1, shadow stop at 25",
+        "└─ 1-30  Bash  1.7 s  #11e91d7e \u00d730  ◀ loop from 1, shadow stop at 25",
     ]
     data = json.loads(cli(tmp_path, "replay", "--format", "json", "--manifest", str(pack), WEDGE).stdout)
     assert data["stopped"] is None and data["shadow_stopped"]["at_call"] == 25
@@ -288,7 +288,7 @@ def test_check_and_plugins_in_text_and_json(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (0, (
         f"{pack}: ok, 1 plugin(s) in this order:\n"
         "  1. repeat_guard (limit = 9, max_period = 3, limits = {}, poll_limit = null, mode = \"enforce\", "
-        "nudge_at = null, ignore_args = {}, mask_failures = true)\n"))
+        "nudge_at = null, ignore_args = {}, mask_failures = true, unordered_failures = true)\n"))
     assert json.loads(cli(tmp_path, "check", "--format", "json", str(pack)).stdout)["chain"][0]["limit"] == 9
     listed = json.loads(cli(tmp_path, "plugins", "--format", "json").stdout)
     assert {"name": "repeat_guard", "object": "otel_toolchain.plugins.repeat_guard:RepeatGuard",

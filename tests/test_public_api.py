@@ -14,8 +14,8 @@ from otel_toolchain import errors
 def test_all_is_sorted_and_pinned() -> None:
     assert otel_toolchain.__all__ == sorted(otel_toolchain.__all__)
     assert otel_toolchain.__all__ == [
-        "AgentRecorder", "CannotRun", "CycleCall", "LabelError", "Manifest", "ManifestError", "MissingExtra",
-        "NoConfig", "NudgeSignal", "PluginLoadError", "Retry", "StopSignal",
+        "AgentRecorder", "BadRequest", "CannotRun", "CycleCall", "LabelError", "Manifest", "ManifestError",
+        "MissingExtra", "NoConfig", "NudgeSignal", "PluginLoadError", "Retry", "StopSignal",
         "StreamError", "Telemetry", "ToolCall", "ToolPlugin", "Toolchain", "ToolchainError", "Turn", "TurnReport",
         "TurnStopped",
     ]

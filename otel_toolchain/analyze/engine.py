@@ -107,6 +107,9 @@ class _Reader:
                 for fig in meter.feed(turn.events):
                     fig.recorded_stop, fig.content = turn.recorded_stop, turn.content
                     figures.append(fig)
+        except StreamError as exc:  # names the file and the line
+            self.errors.append(str(exc))
+            return
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             self.errors.append(f"{path}: not a readable OTLP JSON traces file: {exc}")
             return

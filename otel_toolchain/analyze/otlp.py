@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
-from otel_toolchain.harnesses._lines import decode_line
+from otel_toolchain.export.otlp_json import otlp_spans
 from otel_toolchain.harnesses.events import Event, Retry, ToolFinished, TurnEnded, TurnStarted
 from otel_toolchain.identity import parse_arguments
 
@@ -64,13 +64,7 @@ def _operation(span: dict[str, Any]) -> str | None:
 
 
 def _spans(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            for resource in decode_line(line).get("resourceSpans", ()):
-                for scope in resource.get("scopeSpans", ()):
-                    yield from scope.get("spans", ())
+    return otlp_spans(path)
 
 
 def otlp_turns(path: Path) -> Iterator[OtlpTurn]:

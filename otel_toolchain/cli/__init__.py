@@ -18,6 +18,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from otel_toolchain.cli.hook import hook_main  # noqa: PLC0415
 
         return hook_main(args[1:])
-    from otel_toolchain.cli.main import main as full  # noqa: PLC0415
+    from otel_toolchain.cli.app import main as full  # noqa: PLC0415
 
     return full(args)

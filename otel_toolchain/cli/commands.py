@@ -1,5 +1,5 @@
 """The handlers of ``check``, ``plugins``, ``show``, ``replay`` and ``run``: each takes the parsed
-arguments and a :class:`Context` (what :mod:`otel_toolchain.cli.main` read from the environment)
+arguments and a :class:`Context` (what :mod:`otel_toolchain.cli.app` read from the environment)
 and returns the exit code; the codes are :mod:`otel_toolchain.cli.codes`."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
-from otel_toolchain.errors import StreamError
+from otel_toolchain.export.otlp_json import otlp_spans
 from otel_toolchain.outcome import CallRecord, TurnOutcome, summary
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
 
@@ -35,28 +35,8 @@ def _attributes(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spans(path: Path, offset: int) -> Iterator[dict[str, Any]]:
-    """Every span of the file; raises StreamError naming the line for text that is no OTLP JSON traces."""
-    seen_traces = False
-    with path.open(encoding="utf-8") as lines:
-        lines.seek(offset)
-        for line_no, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                request = json.loads(line)
-            except ValueError:
-                raise StreamError("not OTLP JSON lines: this line is not JSON", source=str(path),
-                                  line_no=line_no) from None
-            if not isinstance(request, dict) or "resourceSpans" not in request:
-                kinds = ", ".join(sorted(request)[:3]) if isinstance(request, dict) else type(request).__name__
-                raise StreamError(f"not an OTLP JSON traces file: no resourceSpans (found {kinds})",
-                                  source=str(path), line_no=line_no)
-            seen_traces = True
-            for resource_spans in request.get("resourceSpans", []):
-                for scope_spans in resource_spans.get("scopeSpans", []):
-                    yield from scope_spans.get("spans", [])
-    if not seen_traces and offset == 0:
-        raise StreamError("empty: no traces in it", source=str(path))
+    """Every span of the file (the one OTLP JSON reader); raises StreamError naming the line."""
+    return otlp_spans(path, offset=offset)
 
 
 def _int(value: Any) -> int:

@@ -109,7 +109,7 @@ def _header(turn: TurnOutcome, screen: Screen) -> list[Text]:
 
 def _wrapped(label: str, text: str, style: str, screen: Screen) -> list[Text]:
     """``label: text`` indented by two, wrapped to the width with four-space continuation lines."""
-    whole = f"  {label}: {text}"
+    whole = terminal_safe(f"  {label}: {text}", lines=False)  # a stop's reason names the stream's tools
     pieces = [whole] if screen.width is None else textwrap.wrap(
         whole, screen.width, subsequent_indent="    ", break_on_hyphens=False) or [whole]
     lines = [Text(piece) for piece in pieces]

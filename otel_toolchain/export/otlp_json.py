@@ -29,10 +29,11 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult,
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otel_toolchain.harnesses._lines import BadLineError, decode_line, regular_file
+from otel_toolchain._input.lines import BadLineError, decode_line, regular_file
+from otel_toolchain.errors import StreamError
 
-__all__ = ["JsonLinesLogExporter", "JsonLinesMetricExporter", "JsonLinesSpanExporter", "read_otlp_json_lines",
-           "to_otlp_json"]
+__all__ = ["JsonLinesLogExporter", "JsonLinesMetricExporter", "JsonLinesSpanExporter", "otlp_spans",
+           "read_otlp_json_lines", "to_otlp_json"]
 
 _ID_KEYS: Final = frozenset({"traceId", "spanId", "parentSpanId"})
 
@@ -60,7 +61,7 @@ def parse_otlp_json(line: str, message: Message) -> Message:
 def read_otlp_json_lines(path: Path, *, offset: int = 0) -> Iterator[dict[str, Any]]:
     """Every request in an OTLP JSON lines file from byte ``offset`` on, as plain dicts (ids stay hex).
 
-    Lines are decoded within the limits of :func:`~otel_toolchain.harnesses._lines.decode_line`.
+    Lines are decoded within the limits of :func:`~otel_toolchain._input.lines.decode_line`.
 
     Raises:
         StreamError: ``path`` is not a regular file (a FIFO would block).
@@ -78,6 +79,52 @@ def read_otlp_json_lines(path: Path, *, offset: int = 0) -> Iterator[dict[str, A
                 if not isinstance(request, dict):
                     raise BadLineError(f"line {line_no}: not a JSON object")
                 yield request
+
+
+def _objects(value: Any, what: str) -> list[dict[str, Any]]:
+    """``value`` as the list of JSON objects OTLP puts there; raises BadLineError naming ``what``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise BadLineError(f"{what} is not a list of objects")
+    return value
+
+
+def otlp_spans(path: Path, *, offset: int = 0) -> Iterator[dict[str, Any]]:
+    """Every span object of an OTLP JSON lines traces file, from byte ``offset`` on, in file order.
+
+    The one reader of traces files (``show`` and ``analyze`` both use it): each line through the
+    hardened decoder, then its shape checked down to the spans.
+
+    Raises:
+        StreamError: ``path`` is not a regular file; a line that is not JSON, not a traces request
+            (no ``resourceSpans``) or not shaped as one; no traces at all in a file read from its start.
+    """
+    regular_file(path)
+    seen = False
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        lines.seek(offset)
+        for line_no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                request = decode_line(line)
+            except BadLineError as exc:
+                why = "this line is not JSON" if str(exc) == "not JSON" else str(exc)
+                raise StreamError(f"not OTLP JSON lines: {why}", source=str(path), line_no=line_no) from None
+            try:
+                if not isinstance(request, dict) or "resourceSpans" not in request:
+                    found = ", ".join(sorted(request)[:3]) if isinstance(request, dict) else type(request).__name__
+                    raise BadLineError(f"not an OTLP JSON traces file: no resourceSpans (found {found})")
+                spans = [span for resource in _objects(request["resourceSpans"], "resourceSpans")
+                         for scope in _objects(resource.get("scopeSpans"), "scopeSpans")
+                         for span in _objects(scope.get("spans"), "spans")]
+            except BadLineError as exc:
+                raise StreamError(str(exc), source=str(path), line_no=line_no) from None
+            seen = True
+            yield from spans
+    if not seen and offset == 0:
+        raise StreamError("empty: no traces in it", source=str(path))
 
 
 class _Appender:

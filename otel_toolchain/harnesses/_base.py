@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from otel_toolchain._input.lines import BadLineError, decode_line
 from otel_toolchain.calls import UNKNOWN_TOOL
 from otel_toolchain.errors import StreamError
-from otel_toolchain.harnesses._lines import BadLineError, decode_line
 from otel_toolchain.harnesses.events import (
     BadLine,
     Event,

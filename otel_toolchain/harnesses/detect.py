@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from otel_toolchain.harnesses._lines import BadLineError, decode_line
+from otel_toolchain._input.lines import BadLineError, decode_line
 
 __all__ = ["DETECT_LINES", "HARNESSES", "STORE", "STREAM", "detect_format", "detect_harness", "harness_mismatch",
            "starts_another_run"]

@@ -34,11 +34,11 @@ from typing import IO, Final
 
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
+from otel_toolchain._input.lines import MAX_LINE_BYTES, split_lines
 from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.errors import CannotRun, StreamError
 from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses._base import StreamReader
-from otel_toolchain.harnesses._lines import MAX_LINE_BYTES, split_lines
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
 
+from otel_toolchain._input.lines import ZST_SUFFIX, iter_lines
 from otel_toolchain.errors import StreamError
-from otel_toolchain.harnesses._lines import ZST_SUFFIX, iter_lines
 from otel_toolchain.harnesses.detect import DETECT_LINES, STORE, STREAM, detect_format
 from otel_toolchain.harnesses.opener import Opened, open_lines
 from otel_toolchain.harnesses.stores.opencode import Session, db_sessions, is_sqlite, is_storage_root, storage_sessions

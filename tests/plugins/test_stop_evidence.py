@@ -59,7 +59,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
         for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
             patch.delenv(var, raising=False)
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
-            assert main(["replay", "--format", "json", "--manifest", str(out / "early.toml"), str(CARGO)]) == 0
+            assert main(["replay", "--format", "json", "--manifest", str(out / "early.toml"), str(CARGO)]) == 75
     events = []
     for line in (out / "traces.jsonl").read_text().splitlines():
         for resource in json.loads(line)["resourceSpans"]:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from otel_toolchain._input.lines import MissingExtra, iter_lines
 from otel_toolchain.harnesses._base import StreamReader
-from otel_toolchain.harnesses._lines import MissingExtra, iter_lines
 from otel_toolchain.harnesses.stores.claude_code import ClaudeStoreReader
 from otel_toolchain.harnesses.stores.codex import CodexStoreReader
 from otel_toolchain.harnesses.stores.discover import Discovery, discover

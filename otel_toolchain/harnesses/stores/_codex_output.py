@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from otel_toolchain.harnesses._lines import BadLineError, decode_line
+from otel_toolchain._input.lines import BadLineError, decode_line
 
 __all__ = ["Outcome", "outcome_of"]
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_toolchain._input.lines import iso_ns
 from otel_toolchain.harnesses._base import opt_str
-from otel_toolchain.harnesses._lines import iso_ns
 from otel_toolchain.harnesses.events import Event, Usage
 from otel_toolchain.harnesses.streams.claude_code import ClaudeCodeReader
 

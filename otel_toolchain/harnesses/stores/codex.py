@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from otel_toolchain._input.lines import BadLineError, decode_line, iso_ns
 from otel_toolchain.harnesses._base import BaseReader, opt_str, req_str
-from otel_toolchain.harnesses._lines import BadLineError, decode_line, iso_ns
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.stores._codex_output import outcome_of
 from otel_toolchain.harnesses.streams.codex import command_text

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_toolchain.harnesses._lines import decode_line
+from otel_toolchain._input.lines import decode_line
 from otel_toolchain.harnesses.stores.opencode import is_sqlite, is_storage_root
 
 __all__ = ["CLAUDE_RETENTION_DAYS", "Discovery", "claude_retention_note", "discover"]

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from otel_toolchain._input.lines import BadLineError, decode_line, ms_ns
 from otel_toolchain.harnesses._base import FIELD_ERRORS, opt_str
-from otel_toolchain.harnesses._lines import BadLineError, decode_line, ms_ns
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.streams.opencode import OpenCodeReader
 

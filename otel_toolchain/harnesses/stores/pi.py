@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from otel_toolchain._input.lines import iso_ns, ms_ns
 from otel_toolchain.harnesses._base import BaseReader, opt_str, req_str, text_of
-from otel_toolchain.harnesses._lines import iso_ns, ms_ns
 from otel_toolchain.harnesses.events import Event, Usage
 from otel_toolchain.harnesses.streams.pi import _usage as pi_usage
 from otel_toolchain.harnesses.streams.pi import error_type_of as pi_error_type

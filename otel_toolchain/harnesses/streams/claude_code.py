@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_toolchain._input.lines import iso_ns
 from otel_toolchain.harnesses._base import BaseReader, exit_code_label, opt_int, opt_str, req_str, text_of
-from otel_toolchain.harnesses._lines import iso_ns
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["ClaudeCodeReader"]

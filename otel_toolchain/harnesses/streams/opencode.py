@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_toolchain._input.lines import ms_ns
 from otel_toolchain.harnesses._base import BaseReader, opt_int, opt_str, req_str
-from otel_toolchain.harnesses._lines import ms_ns
 from otel_toolchain.harnesses.events import Event, Usage
 
 __all__ = ["OpenCodeReader"]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_toolchain.harnesses._lines import BadLineError, decode_line
+from otel_toolchain._input.lines import BadLineError, decode_line
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_format
 from otel_toolchain.harnesses.events import BadLine, ToolFinished
 from otel_toolchain.harnesses.opener import open_lines

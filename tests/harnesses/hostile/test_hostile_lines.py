@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
+from otel_toolchain._input.lines import MAX_DEPTH, MAX_LINE_BYTES, LongLine, decode_line, split_lines
 from otel_toolchain.cli.replay import replay_lines
-from otel_toolchain.harnesses._lines import MAX_DEPTH, MAX_LINE_BYTES, LongLine, decode_line, split_lines
 from otel_toolchain.harnesses.detect import detect_format
 from otel_toolchain.harnesses.events import BadLine, ToolFinished, ToolStarted
 from otel_toolchain.harnesses.opener import read_stream

@@ -34,8 +34,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
+from otel_toolchain._input.zst import MAX_ZST_BYTES, MAX_ZST_RATIO, zstd_reader
 from otel_toolchain.errors import MissingExtra, StreamError
-from otel_toolchain.harnesses._zst import MAX_ZST_BYTES, MAX_ZST_RATIO, zstd_reader
 
 __all__ = [
     "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_LINE_BYTES", "MAX_ZST_BYTES", "MAX_ZST_RATIO", "ZST_SUFFIX", "BadLineError",

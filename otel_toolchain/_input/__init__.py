@@ -1,0 +1,1 @@
+"""Reading untrusted input, for every reader: one hardened line decoder, bounded line splitting, bounded .zst."""
