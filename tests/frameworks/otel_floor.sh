@@ -14,7 +14,7 @@ contrib="0.$((n + 21))b0"
 rm -rf "$venv" && python3 -m venv "$venv"  # fresh: no package of another release left behind
 "$venv/bin/pip" install -q --no-deps -e "$repo"
 "$venv/bin/pip" install -q "pydantic>=2.6" "pytest>=8" "hypothesis>=6.100" "mypy>=1.10" "ruff>=0.5" types-protobuf \
-  pyyaml hatchling "grafana-foundation-sdk==1769699379!11.6.0" matplotlib zstandard \
+  pyyaml hatchling "grafana-foundation-sdk==1769699379!11.6.0" matplotlib zstandard "rich>=13" \
   "opentelemetry-api==$minor.*" "opentelemetry-sdk==$minor.*" "opentelemetry-exporter-otlp==$minor.*" \
   "opentelemetry-exporter-prometheus>=$contrib,<0.$((n + 22))b0"
 "$venv/bin/pip" list 2>/dev/null | grep -E '^opentelemetry-(api|sdk|exporter-otlp|semantic-conventions|exporter-prometheus) '
