@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from otel_toolchain._input.lines import iso_ns, iter_lines, split_lines
 from otel_toolchain._input import lines as lines_module
+from otel_toolchain._input.lines import iso_ns, iter_lines, split_lines
 from otel_toolchain.harnesses.events import BadLine, ToolFinished
 from otel_toolchain.harnesses.runs import runs_in
 from otel_toolchain.harnesses.stores import MissingExtra
