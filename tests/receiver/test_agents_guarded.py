@@ -143,7 +143,9 @@ def test_cli_under_run_telemetry(tmp_path: Path, clis: None, agent: str, scenari
     if scenario == "wedge":
         assert run.returncode == 75, run.stderr[-3000:]
         assert "otel-toolchain: stopped by repeat_guard at call 25: " in run.stderr
-        assert 25 <= seen <= 25 + IN_FLIGHT, seen
+        # A CLI exports the 25th call's span when the call ends, before it sends that result to the model,
+        # so a prompt stop can end the run with the model having seen 24 results: earlier is allowed.
+        assert 24 <= seen <= 25 + IN_FLIGHT, seen
     else:
         assert run.returncode == 0, run.stderr[-3000:]
         assert "stopped by" not in run.stderr
