@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import tracemalloc
 from pathlib import Path
 
@@ -149,9 +150,12 @@ def test_memory_stays_flat_as_turns_grow(tmp_path: Path) -> None:
     for count in (60, 600):  # over a megabyte already at N, so the read buffer is full at both sizes
         path = tmp_path / f"{count}.jsonl"
         path.write_text(claude_stream((turns * count)[:count]))
+        gc.collect()  # the cyclic garbage of the run before is not counted against this one
         tracemalloc.start()
         analysis = analyze([path], manifest=manifest)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         assert analysis.aggregate.turns == count
-    assert peaks[1] < 1.25 * peaks[0]
+    # The peaks differ by when the collector happens to run (up to ~1.3x measured, 150-190 KB); a ToolCall
+    # kept per turn (over 1 KB) would add more than half a megabyte across the 540 extra turns.
+    assert peaks[1] < 1.5 * peaks[0], peaks
