@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.signals import NudgeSignal, StopSignal
 
-__all__ = ["CallRecord", "TurnOutcome", "evidence", "stop_to_dict", "summary"]
+__all__ = ["CallRecord", "TurnOutcome", "evidence", "stop_line", "stop_to_dict", "summary"]
 
 
 @dataclass(slots=True)
@@ -105,6 +106,21 @@ def evidence(stop: StopSignal) -> str:
     if stop.masks:
         text += f"; masked {', '.join(stop.masks)}"
     return text
+
+
+def stop_line(stop: StopSignal, *, attempt: tuple[int, int] = (1, 1), trace: bool = False) -> str:
+    """The one stderr line a stop prints (``run``, ``run --telemetry``, ``serve``), escaped for a terminal.
+
+    ``attempt`` is (this attempt, of how many) when ``run --retries`` may start the agent again; ``trace``
+    appends the turn's trace id, for a guard that serves many agents at once.
+    """
+    cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+    which = f" (attempt {attempt[0]} of {attempt[1]})" if attempt[1] > 1 else ""
+    text = (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; "
+            f"cycle: {cycle}; {evidence(stop)}")
+    if trace:
+        text += f"; trace {stop.trace_id:032x}"
+    return terminal_safe(text, lines=False)
 
 
 def stop_to_dict(stop: StopSignal) -> dict[str, Any]:

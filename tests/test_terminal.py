@@ -10,7 +10,7 @@ import pytest
 
 from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.cli import main
-from otel_toolchain.harnesses.live import _stop_line
+from otel_toolchain.outcome import stop_line
 from otel_toolchain.signals import CycleCall, StopSignal
 
 GOOD = Path(__file__).parent / "data" / "recordings" / "claude" / "pytest_fail.jsonl"
@@ -64,6 +64,6 @@ def test_replay_and_analyze_print_stream_text_escaped(
 def test_the_stop_line_of_run_is_escaped() -> None:
     stop = StopSignal("repeat_guard", "cycle", "reason" + CLEAR, 1, 2, at_call=3,
                       cycle=(CycleCall("Bash" + OSC_TITLE, "id" + OSC8, "read"),))
-    line = _stop_line(stop)
+    line = stop_line(stop, trace=True)
     assert "\x1b" not in line and "\x07" not in line
     assert "Bash\\x1b]0;pwned\\x07 [id\\x1b]8;;" in line

@@ -23,6 +23,7 @@ from otel_toolchain.cli import commands as cli_commands
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.pipeline import Pipeline
 from otel_toolchain.manifest import Manifest
+from otel_toolchain.outcome import stop_line
 from otel_toolchain.receiver.core import Receiver
 from otel_toolchain.receiver.forward import Forwarder, forwarder_for
 from otel_toolchain.receiver.grpc_server import OtlpGrpcServer
@@ -30,16 +31,9 @@ from otel_toolchain.receiver.http_server import OtlpHttpServer
 from otel_toolchain.receiver.intake import Intake
 from otel_toolchain.signals import StopSignal
 
-__all__ = ["Guard", "start_guard", "stop_line"]
+__all__ = ["Guard", "start_guard"]
 
 ON_STOP_TIMEOUT_S = 60.0
-
-
-def stop_line(stop: StopSignal) -> str:
-    """The one stderr line of a stop (as stream mode prints it)."""
-    cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
-    return (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}; cycle: {cycle}; "
-            f"trace {stop.trace_id:032x}")
 
 
 @dataclass
@@ -87,7 +81,7 @@ def start_guard(manifest: Manifest, listen: tuple[str, int], grpc_address: tuple
 
     def on_stop(stop: StopSignal) -> None:
         if not quiet:
-            print(stop_line(stop), file=sys.stderr, flush=True)
+            print(stop_line(stop, trace=True), file=sys.stderr, flush=True)
         if on_stop_command:
             command = threading.Thread(target=_run_on_stop, args=(on_stop_command, stop), daemon=True)
             commands.append(command)

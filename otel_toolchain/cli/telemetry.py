@@ -22,7 +22,7 @@ from typing import Any
 from otel_toolchain.cli import commands
 from otel_toolchain.cli.serve import start_guard
 from otel_toolchain.errors import CannotRun
-from otel_toolchain.harnesses.live import EXIT_STOPPED, _Group
+from otel_toolchain.harnesses.live import EXIT_STOPPED, ProcessGroup
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.receiver.launch import child_argv, child_env
 from otel_toolchain.signals import StopSignal
@@ -59,7 +59,7 @@ def run_with_telemetry(command: Sequence[str], manifest: Manifest, *, grace_s: f
     guard = start_guard(manifest, ("127.0.0.1", 0), None)
     endpoint = guard.http.endpoint
     stops: list[StopSignal] = []
-    group_holder: list[_Group] = []
+    group_holder: list[ProcessGroup] = []
 
     def on_stop(stop: StopSignal) -> None:
         stops.append(stop)
@@ -74,7 +74,7 @@ def run_with_telemetry(command: Sequence[str], manifest: Manifest, *, grace_s: f
                                        process_group=0)
         except OSError as exc:
             raise CannotRun(f"cannot run {command[0]!r}: {exc.strerror or exc}") from exc
-        group = _Group(process, grace_s)
+        group = ProcessGroup(process, grace_s)
         group_holder.append(group)
         _hand_terminal(terminal, group.pgid)
         with contextlib.suppress(ProcessLookupError):
@@ -91,7 +91,7 @@ def run_with_telemetry(command: Sequence[str], manifest: Manifest, *, grace_s: f
     return code
 
 
-def _wait(group: _Group) -> int:
+def _wait(group: ProcessGroup) -> int:
     def forward(signo: int, frame: FrameType | None) -> None:
         group.send(signo)
 

@@ -35,18 +35,17 @@ from typing import IO, Final
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otel_toolchain._input.lines import MAX_LINE_BYTES, split_lines
-from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.errors import CannotRun, StreamError
 from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
-from otel_toolchain.outcome import evidence
+from otel_toolchain.outcome import stop_line
 from otel_toolchain.recorder import AgentRecorder
 from otel_toolchain.signals import StopSignal
 
-__all__ = ["EXIT_STOPPED", "MAX_LINE_BYTES", "RunResult", "run_harness"]
+__all__ = ["EXIT_STOPPED", "MAX_LINE_BYTES", "ProcessGroup", "RunResult", "run_harness"]
 
 EXIT_STOPPED: Final = 75
 """The longest line recorded (as the hardened line decoder's); a longer one is passed through and
@@ -64,7 +63,7 @@ class RunResult:
     """From the arrival of the line that completed a cycle to the process group being gone."""
 
 
-class _Group:
+class ProcessGroup:
     """The harness's process group: signalled as a whole, escalated to SIGKILL after a grace period."""
 
     def __init__(self, process: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -112,7 +111,7 @@ class _Group:
         return code if code >= 0 else 128 - code
 
 
-def _wait_gone(group: _Group, line_time: float, latencies: list[float]) -> None:
+def _wait_gone(group: ProcessGroup, line_time: float, latencies: list[float]) -> None:
     while group.alive():
         time.sleep(0.001)
     latencies.append(time.monotonic() - line_time)
@@ -141,9 +140,9 @@ class _Attempt:
         self._reader: StreamReader | None = None
         self._writer: SpanWriter | None = None
         self._eof = threading.Event()
-        self._group: _Group | None = None
+        self._group: ProcessGroup | None = None
 
-    def run(self, group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
+    def run(self, group_holder: list[ProcessGroup]) -> tuple[int, list[TurnOutcome]]:
         """Run the command to its end; whatever happens here, the group is ended and the turn closed."""
         _check_runnable(self.command[0])
         # The supervisor watches the read end; this process holds the only write end, so the
@@ -163,8 +162,9 @@ class _Attempt:
         finally:
             os.close(watch_write)
 
-    def _watch(self, process: subprocess.Popen[bytes], group_holder: list[_Group]) -> tuple[int, list[TurnOutcome]]:
-        group = self._group = _Group(process, self.grace_s)
+    def _watch(self, process: subprocess.Popen[bytes],
+               group_holder: list[ProcessGroup]) -> tuple[int, list[TurnOutcome]]:
+        group = self._group = ProcessGroup(process, self.grace_s)
         group_holder[:] = [group]
         assert process.stdout is not None
         threading.Thread(target=self._end_stragglers, args=(group,), daemon=True).start()
@@ -182,7 +182,7 @@ class _Attempt:
             outcomes = self._finish()
         return code, outcomes
 
-    def _read(self, stdout: IO[bytes], group: _Group) -> None:
+    def _read(self, stdout: IO[bytes], group: ProcessGroup) -> None:
         head: list[str] = []
         # split_lines bounds memory (a line past max_line_bytes is skipped, not held); the bytes are
         # passed through as they arrive, whole, whatever the lines
@@ -199,7 +199,7 @@ class _Attempt:
         self._line_time = time.monotonic()
         self._pass_through(chunk)
 
-    def _end_stragglers(self, group: _Group) -> None:
+    def _end_stragglers(self, group: ProcessGroup) -> None:
         """Once the harness has exited, end what it left in its group holding standard output open."""
         group.process.wait()
         if not self._eof.wait(self.grace_s):
@@ -236,7 +236,7 @@ class _Attempt:
                 print(f"otel-toolchain: cannot write the log ({exc.strerror or exc}); still watching",
                       file=sys.stderr)
 
-    def _start_reading(self, head: list[str], group: _Group) -> tuple[StreamReader | None, SpanWriter | None]:
+    def _start_reading(self, head: list[str], group: ProcessGroup) -> tuple[StreamReader | None, SpanWriter | None]:
         # The same detection window as a replay of the --log, so both reach the same verdict.
         found = detect_harness(head)
         if self.harness == "none" or (self.harness == "auto" and found is None and len(head) < DETECT_LINES):
@@ -311,7 +311,7 @@ def run_harness(
         raise ValueError("retries and grace_s must not be negative, max_line_bytes must be positive")
     out = out if out is not None else sys.stdout.buffer
     result = RunResult(exit_code=0)
-    group_holder: list[_Group] = []
+    group_holder: list[ProcessGroup] = []
     interrupted: list[int] = []
 
     def forward(signo: int, frame: FrameType | None) -> None:
@@ -341,7 +341,7 @@ def run_harness(
                 break
             result.stops.append(attempt.stop)
             result.exit_code = EXIT_STOPPED
-            print(_stop_line(attempt.stop, number, retries + 1), file=sys.stderr, flush=True)
+            print(stop_line(attempt.stop, attempt=(number, retries + 1)), file=sys.stderr, flush=True)
             links = [Link(SpanContext(attempt.stop.trace_id, attempt.stop.span_id, is_remote=False,
                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)))]
     finally:
@@ -365,10 +365,3 @@ def _check_runnable(program: str) -> None:
     exists = os.path.exists(program) if os.sep in program else False
     reason = "Permission denied" if exists else "No such file or directory"
     raise CannotRun(f"cannot run {program!r}: {reason}")
-
-
-def _stop_line(stop: StopSignal, number: int = 1, attempts: int = 1) -> str:
-    cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
-    which = f" (attempt {number} of {attempts})" if attempts > 1 else ""
-    return terminal_safe(f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; "
-                         f"cycle: {cycle}; {evidence(stop)}", lines=False)
