@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_chain import distinct_shell_calls, make_side, typical_calls  # noqa: E402
+from callgrind import count_instructions  # noqa: E402
 
 SIDES = ("none", "default")
 
@@ -58,19 +55,8 @@ def run_side(side: str, workload: str, calls: int, turns: int) -> None:
 
 def instructions(side: str, workload: str, calls: int, turns: int) -> int:
     """Total instructions callgrind counts for one run of a side."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-instr=no",
-                   sys.executable, __file__, "--side", side, "--workload", workload, "--calls", str(calls),
-                   "--turns", str(turns)]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"callgrind failed for {side}: {done.stderr[-2000:]}")
-        summary = re.search(r"^summary: (\d+)", out.read_text(encoding="utf-8"), re.MULTILINE)
-        if summary is None:
-            raise SystemExit(f"no summary line in callgrind's output for {side}")
-        return int(summary.group(1))
+    args = ["--side", side, "--workload", workload, "--calls", str(calls), "--turns", str(turns)]
+    return count_instructions(__file__, args, side)
 
 
 def per_call(side: str, workload: str, calls: int) -> float:

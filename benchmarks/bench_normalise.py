@@ -23,13 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
+
+from callgrind import count_instructions
 
 from otel_toolchain.calls import ToolCall
 from otel_toolchain.identity import Identity
@@ -75,19 +71,8 @@ def run_side(side: str, workload: str, calls: int, built: int) -> None:
 
 def instructions(side: str, workload: str, calls: int, built: int) -> int:
     """Total instructions callgrind counts for one run of a side."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-instr=no",
-                   sys.executable, __file__, "--side", side, "--workload", workload, "--calls", str(calls),
-                   "--built", str(built)]
-        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
-                              check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"callgrind failed for {side}/{workload}: {done.stderr[-2000:]}")
-        summary = re.search(r"^summary: (\d+)", out.read_text(encoding="utf-8"), re.MULTILINE)
-        if summary is None:
-            raise SystemExit(f"no summary line in callgrind's output for {side}/{workload}")
-        return int(summary.group(1))
+    args = ["--side", side, "--workload", workload, "--calls", str(calls), "--built", str(built)]
+    return count_instructions(__file__, args, f"{side}/{workload}")
 
 
 def per_call(side: str, workload: str, calls: int) -> float:
