@@ -12,21 +12,18 @@ import json
 from pathlib import Path
 
 import pytest
+from hostile_data import DATA, STREAMS, finished, lines_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_toolchain._input.lines import BadLineError, decode_line
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_format
-from otel_toolchain.harnesses.events import BadLine, ToolFinished
+from otel_toolchain.harnesses.events import BadLine
 from otel_toolchain.harnesses.opener import open_lines
 from otel_toolchain.harnesses.stores.codex import _passed_over
 
-DATA = Path(__file__).parents[2] / "data" / "recordings"
 READERS = {
-    "claude-code stream": DATA / "claude" / "pytest_fail.jsonl",
-    "codex stream": DATA / "codex" / "pytest_fail.jsonl",
-    "opencode stream": DATA / "opencode" / "pytest_fail.jsonl",
-    "pi stream": DATA / "pi" / "pytest_fail.jsonl",
+    **{f"{harness} stream": path for harness, path in STREAMS.items()},
     "claude-code store": DATA / "claude" / "cd_dirs.session.jsonl",
     "codex store": DATA / "codex" / "cd_dirs.session.jsonl",
 }
@@ -46,14 +43,6 @@ _POISON = st.sampled_from([
 def _unparsed(line: str) -> bool:
     """A whole line Codex's store reader passes over by its payload type, unparsed (by design: they are big)."""
     return _passed_over(line) and line.rstrip().endswith("}")
-
-
-def _good(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()
-
-
-def _ids(events: list[object]) -> set[str]:
-    return {e.call_id for e in events if isinstance(e, ToolFinished)}
 
 
 def _read(lines: list[str]) -> list[object]:
@@ -85,9 +74,9 @@ def _mutant(draw: st.DrawFn, good: list[str]) -> str:
 
 
 def _fuzz(path: Path) -> object:
-    good = _good(path)
+    good = lines_of(path)
     head, rest = good[:DETECT_LINES], good[DETECT_LINES:]
-    expected = _ids(_read(good))
+    expected = {call_id for call_id, _ in finished(_read(good))}
 
     @FUZZ
     @given(st.lists(st.tuples(st.integers(0, len(rest)), _mutant(good)), max_size=12))
@@ -100,7 +89,7 @@ def _fuzz(path: Path) -> object:
         numbered = [line.removeprefix("\x00HOSTILE\x00") for line in numbered]
         events = _read(numbered)
         bad = {e.line_no for e in events if isinstance(e, BadLine)}
-        assert expected <= _ids(events)
+        assert expected <= {call_id for call_id, _ in finished(events)}
         for line_no in hostile_at:
             try:
                 decode_line(numbered[line_no - 1])

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hostile_data import STREAMS
 
 from otel_toolchain._input.lines import iter_lines
 from otel_toolchain.cli import main
@@ -20,8 +21,7 @@ from otel_toolchain.harnesses.runs import runs_in
 
 zstandard = pytest.importorskip("zstandard", reason="the zstd extra is not installed")
 
-DATA = Path(__file__).parents[2] / "data" / "recordings"
-GOOD = DATA / "claude" / "pytest_fail.jsonl"
+GOOD = STREAMS["claude-code"]
 
 
 @pytest.fixture(autouse=True)

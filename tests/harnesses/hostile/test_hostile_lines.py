@@ -8,27 +8,20 @@ from __future__ import annotations
 import io
 import json
 import tracemalloc
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hostile_data import DATA, STREAMS, finished, lines_of
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_toolchain._input.lines import MAX_DEPTH, MAX_LINE_BYTES, LongLine, decode_line, split_lines
 from otel_toolchain.cli.replay import replay_lines
 from otel_toolchain.harnesses.detect import detect_format
-from otel_toolchain.harnesses.events import BadLine, ToolFinished, ToolStarted
+from otel_toolchain.harnesses.events import BadLine, ToolStarted
 from otel_toolchain.harnesses.opener import read_stream
 from otel_toolchain.harnesses.runs import runs_in
 from otel_toolchain.recorder import AgentRecorder
 
-DATA = Path(__file__).parents[2] / "data" / "recordings"
-RECORDINGS = {
-    "claude-code": DATA / "claude" / "pytest_fail.jsonl",
-    "codex": DATA / "codex" / "pytest_fail.jsonl",
-    "opencode": DATA / "opencode" / "pytest_fail.jsonl",
-    "pi": DATA / "pi" / "pytest_fail.jsonl",
-}
 STORES = {"codex": DATA / "codex" / "pytest_fail.session.jsonl"}
 DEEP = "[" * 1000 + "]" * 1000
 HOSTILE = [
@@ -43,34 +36,26 @@ HOSTILE = [
 ]
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()
-
-
-def _finished(events: Sequence[object]) -> list[tuple[str, str]]:
-    return [(e.call_id, e.tool) for e in events if isinstance(e, ToolFinished)]
-
-
-@pytest.mark.parametrize("harness", sorted(RECORDINGS))
+@pytest.mark.parametrize("harness", sorted(STREAMS))
 def test_hostile_lines_are_counted_bad_lines_and_the_calls_are_still_read(harness: str) -> None:
-    good = _lines(RECORDINGS[harness])
-    expected = _finished(list(read_stream(good)))
+    good = lines_of(STREAMS[harness])
+    expected = finished(list(read_stream(good)))
     assert expected
     mixed = [*good[:2], *HOSTILE, *good[2:]]
     events = list(read_stream(mixed, harness))
     bad = [e for e in events if isinstance(e, BadLine)]
-    assert _finished(events) == expected
+    assert finished(events) == expected
     hostile_numbers = set(range(3, 3 + len(HOSTILE)))
     assert {b.line_no for b in bad} <= hostile_numbers
     assert {b.line_no for b in bad if b.text.startswith('{"type": [')} == {3}  # the 1,000-deep line
 
 
-@pytest.mark.parametrize("harness", sorted(RECORDINGS))
+@pytest.mark.parametrize("harness", sorted(STREAMS))
 def test_hostile_first_lines_do_not_break_detection(harness: str) -> None:
-    good = _lines(RECORDINGS[harness])
+    good = lines_of(STREAMS[harness])
     assert detect_format(["{", *HOSTILE[:6], *good[:2]])[0] == harness  # type: ignore[index]
     events = list(read_stream([*HOSTILE[:2], *good]))
-    assert _finished(events) == _finished(list(read_stream(good)))
+    assert finished(events) == finished(list(read_stream(good)))
     assert [b.line_no for b in events if isinstance(b, BadLine)] == [1, 2]
 
 
@@ -96,7 +81,7 @@ def test_lone_surrogates_are_replaced_so_every_string_is_utf8() -> None:
 
 
 def test_a_surrogate_in_a_tool_name_reaches_the_events_as_valid_utf8() -> None:
-    lines = [line.replace('"name":"Bash"', '"name":"Ba\\udc80sh"') for line in _lines(RECORDINGS["claude-code"])]
+    lines = [line.replace('"name":"Bash"', '"name":"Ba\\udc80sh"') for line in lines_of(STREAMS["claude-code"])]
     tools = {e.tool for e in read_stream(lines) if isinstance(e, ToolStarted)}
     assert "Ba\ufffdsh" in tools
     for tool in tools:
@@ -148,7 +133,7 @@ def test_100mb_without_a_newline_is_held_in_bounded_memory() -> None:
 
 @pytest.mark.parametrize("harness", ["codex", "pi"])
 def test_a_bom_on_line_1_keeps_the_session_id(tmp_path: Path, harness: str) -> None:
-    good = RECORDINGS[harness].read_bytes()
+    good = STREAMS[harness].read_bytes()
     (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + good)
     (tmp_path / "plain.jsonl").write_bytes(good)
     ids = []
@@ -160,7 +145,7 @@ def test_a_bom_on_line_1_keeps_the_session_id(tmp_path: Path, harness: str) -> N
 
 
 def test_the_codex_store_reader_counts_broken_lines(tmp_path: Path) -> None:
-    lines = _lines(STORES["codex"])
+    lines = lines_of(STORES["codex"])
     cut = [i for i, line in enumerate(lines) if '"payload":{"type":"reasoning"' in line or '"token_count"' in line]
     assert cut
     broken = list(lines)
@@ -169,7 +154,7 @@ def test_the_codex_store_reader_counts_broken_lines(tmp_path: Path) -> None:
     (run,) = runs_in([tmp_path / "rollout.jsonl"])
     events = list(run.open().events)
     assert [e.line_no for e in events if isinstance(e, BadLine)] == [cut[0] + 1]
-    assert _finished(events) == _finished(list(next(iter(runs_in([STORES["codex"]]))).open().events))
+    assert finished(events) == finished(list(next(iter(runs_in([STORES["codex"]]))).open().events))
 
 
 class _Open(SpanProcessor):
@@ -188,7 +173,7 @@ class _Open(SpanProcessor):
 @pytest.mark.parametrize("harness", ["claude-code", "pi"])
 def test_a_duplicated_tool_start_line_leaks_no_span(harness: str) -> None:
     marker = '"tool_use"' if harness == "claude-code" else '"tool_execution_start"'
-    lines = _lines(RECORDINGS[harness])
+    lines = lines_of(STREAMS[harness])
     first = next(i for i, line in enumerate(lines) if marker in line)
     doubled = [*lines[: first + 1], lines[first], *lines[first + 1:]]
     provider = TracerProvider()
