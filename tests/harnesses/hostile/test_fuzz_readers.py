@@ -30,10 +30,6 @@ READERS = {
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# The SDK's id generator, in export threads other tests left running, draws from the global random while
-# hypothesis draws examples; hypothesis then warns that a strategy used it. Not this test's doing.
-_OTHER_THREADS_RANDOM = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")
-
 _POISON = st.sampled_from([
     "[" * 900 + "]" * 900, "1e400", "-1e400", "NaN", "Infinity", "9" * 400, '"\\ud800"', '"\\udc80x"', "{}", "[]",
     "null", "true", '"\\u001b]0;t\\u0007"', "-1", "1.5e308",
@@ -101,13 +97,11 @@ def _fuzz(path: Path) -> object:
     return check
 
 
-@_OTHER_THREADS_RANDOM
 @pytest.mark.parametrize("name", sorted(READERS))
 def test_fuzz_reader_keeps_good_lines_and_counts_bad_ones(name: str) -> None:
     _fuzz(READERS[name])()  # type: ignore[operator]
 
 
-@_OTHER_THREADS_RANDOM
 @FUZZ
 @given(st.lists(st.one_of(st.text(max_size=80), _POISON, _POISON.map(lambda p: '{"type":' + p + "}")), max_size=8))
 def test_fuzz_detection_never_raises(head: list[str]) -> None:
