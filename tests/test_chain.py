@@ -171,6 +171,10 @@ class TestIsolation:
             turn.tool_call("Read", "{}", result="x")
             turn.tool_call("Read", "{}", result="x")
         assert got == ["repeat_guard"] and chain.plugin_errors == 1
+        # Counted as the listener's error, not the plugin's: the runbook must not blame repeat_guard.
+        errors = {tuple(sorted(p["attributes"].items())): p["value"]
+                  for p in capture.metrics()[semconv.METRIC_PLUGIN_ERRORS] if p["value"]}
+        assert errors == {(("otel_toolchain.hook", "listener.on_stop"), ("otel_toolchain.plugin", "repeat_guard")): 1}
 
     def test_strict_reraises(self, capture: Capture) -> None:
         with pytest.raises(RuntimeError, match="setup"):
