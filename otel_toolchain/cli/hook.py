@@ -10,7 +10,6 @@ the trace whose id is the session id, as the run's ``[export]`` / ``OTEL_*`` set
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
+from otel_toolchain._input.lines import decode_line
 from otel_toolchain.chain import stop_event_attributes
 from otel_toolchain.cli.agent_commands import hook_arguments
 from otel_toolchain.errors import ToolchainError
@@ -65,7 +65,7 @@ def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
     manifest = Manifest.load(args.manifest) if args.manifest else Manifest.default()
     raw = sys.stdin.read()
     try:
-        payload: Any = json.loads(raw)
+        payload: Any = decode_line(raw)
     except ValueError as exc:
         print(f"otel-toolchain hook: standard input is not JSON ({exc}); the call was not checked", file=sys.stderr)
         return 1

@@ -8,12 +8,12 @@ ended (the order the chain saw them); its stop, shadow stop and nudges come from
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
+from otel_toolchain._input.lines import decode_line
 from otel_toolchain.export.otlp_json import otlp_spans
 from otel_toolchain.outcome import CallRecord, TurnOutcome, summary
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
@@ -80,7 +80,7 @@ class _Trace:
             start, end = _int(child.get("startTimeUnixNano")), _int(child.get("endTimeUnixNano"))
             arguments = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
             try:
-                parsed = json.loads(arguments) if isinstance(arguments, str) else None
+                parsed = decode_line(arguments) if isinstance(arguments, str) else None
             except ValueError:
                 parsed = arguments
             record = CallRecord(0, str(attrs.get(semconv.GEN_AI_TOOL_NAME, "?")),

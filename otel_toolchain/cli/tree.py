@@ -260,14 +260,27 @@ def render_lines(turns: Iterable[TurnOutcome], screen: Screen, *, max_lines: int
     return lines
 
 
+class _PipeConsole(Console):
+    """A Console that lets a gone reader's BrokenPipeError through, as the rest of the CLI's output does.
+
+    rich's own answer is ``SystemExit(1)``, which would turn ``replay WEDGE | head`` (exit 75) and ``show |
+    head`` (exit 0) into failures; the CLI's entry point decides what a closed pipe means instead.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def print_trees(turns: Iterable[TurnOutcome], stream: TextIO, screen: Screen, *, max_lines: int = 40) -> None:
     """Write the trees to ``stream``, in colour when ``screen.color``.
 
     May raise: BrokenPipeError when the reader has gone (the caller decides what that means).
     """
-    console = Console(file=stream, width=screen.width or 100_000, color_system="standard" if screen.color else None,
-                      force_terminal=screen.color, no_color=not screen.color, highlight=False, markup=False,
-                      emoji=False, soft_wrap=True, legacy_windows=False)
+    console = _PipeConsole(file=stream, width=screen.width or 100_000,
+                           color_system="standard" if screen.color else None, force_terminal=screen.color,
+                           no_color=not screen.color, highlight=False, markup=False, emoji=False, soft_wrap=True,
+                           legacy_windows=False)
     for line in render_lines(turns, screen, max_lines=max_lines):
         console.print(line)
     stream.flush()

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from otel_toolchain._input.lines import decode_line
+
 __all__ = ["MAX_CALLS", "SessionState", "locked_session", "remove_session", "remove_stale"]
 
 MAX_CALLS: Final = 512
@@ -47,7 +49,7 @@ class SessionState:
     def from_json(cls, text: str) -> SessionState:
         """The state in ``text``; an empty or unreadable file is a fresh state (never an error)."""
         try:
-            data = json.loads(text) if text.strip() else {}
+            data = decode_line(text) if text.strip() else {}
         except ValueError:
             data = {}
         if not isinstance(data, dict):

@@ -36,3 +36,41 @@ def test_show_of_a_hostile_traces_line_is_a_message_not_a_traceback(
     assert main(["show", str(path)]) == 1  # an input that cannot be read (the exit-code table)
     err = capsys.readouterr().err
     assert err.startswith(f"otel-toolchain: {path}:") and err.count("\n") == 1, err
+
+
+DEEP_TEXT = '{"a": ' + "[" * 3000 + "]" * 3000 + "}"
+"""JSON nested past the stack, short enough for every size limit: what an agent may put in a call."""
+
+
+def test_show_of_deeply_nested_tool_arguments_draws_the_call(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    line = json.loads(_real_traces(tmp_path / "real"))
+    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert span["name"] == "execute_tool Bash"
+    span["attributes"].append({"key": "gen_ai.tool.call.arguments", "value": {"stringValue": DEEP_TEXT}})
+    (tmp_path / "traces.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    assert main(["show", str(tmp_path / "traces.jsonl")]) == 0
+    captured = capsys.readouterr()
+    assert "1  Bash" in captured.out and captured.err == ""
+
+
+def test_a_deeply_nested_result_has_no_exit_code_and_raises_nothing() -> None:
+    from otel_toolchain.receiver.records import _exit_code
+
+    assert _exit_code(DEEP_TEXT) is None
+    assert _exit_code('{"exit_code": 3}') == 3
+
+
+def test_the_hook_answers_deeply_nested_input_with_a_message(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path), "OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path / "out")}
+    done = subprocess.run([sys.executable, "-m", "otel_toolchain", "hook", "claude-code"], input=DEEP_TEXT,
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == ("otel-toolchain hook: standard input is not JSON (nested deeper than 64); "
+                           "the call was not checked\n")
