@@ -150,19 +150,27 @@ class _BlockedReceiver(Receiver):
     def __init__(self, release: threading.Event) -> None:
         super().__init__(Manifest.default().toolchain())
         self.release = release
+        self.entered = threading.Event()
 
     def ingest(self, signal: str, message: object) -> None:  # type: ignore[override]
+        self.entered.set()
         self.release.wait(30)
 
 
 def test_a_full_queue_answers_429_with_retry_after() -> None:
     release = threading.Event()
-    intake = Intake(_BlockedReceiver(release), None, max_queue=1)
+    receiver = _BlockedReceiver(release)
+    intake = Intake(receiver, None, max_queue=1)
     server = OtlpHttpServer(intake, "127.0.0.1", 0)
     body = next(bodies("vercel-ai/healthy"))
+
+    def post() -> tuple[int, dict[str, str], bytes]:
+        return _post(server.endpoint, "/v1/traces", body.data, {"Content-Type": body.content_type})
+
     try:
-        answers = [_post(server.endpoint, "/v1/traces", body.data, {"Content-Type": body.content_type})
-                   for _ in range(3)]
+        answers = [post()]
+        assert receiver.entered.wait(10)  # the worker holds the first: the queue is empty again
+        answers += [post(), post()]
     finally:
         release.set()
         server.close()
@@ -210,13 +218,15 @@ def test_a_full_queue_answers_resource_exhausted_with_retry_info_over_grpc() -> 
     from otel_toolchain.receiver.grpc_server import OtlpGrpcServer  # noqa: PLC0415
 
     release = threading.Event()
-    intake = Intake(_BlockedReceiver(release), None, max_queue=1)
+    receiver = _BlockedReceiver(release)
+    intake = Intake(receiver, None, max_queue=1)
     server = OtlpGrpcServer(intake, "127.0.0.1", 0)
     request = trace_service_pb2.ExportTraceServiceRequest.FromString(next(bodies("vercel-ai/healthy")).data)
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     stub = trace_service_pb2_grpc.TraceServiceStub(channel)
     try:
         stub.Export(request, timeout=10)
+        assert receiver.entered.wait(10)  # the worker holds the first: the queue is empty again
         stub.Export(request, timeout=10)
         with pytest.raises(grpc.RpcError) as refused:
             stub.Export(request, timeout=10)
