@@ -106,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--shared", action="store_true", help="add the public runs in ../shared/streams/real")
     args = parser.parse_args(argv)
     print(json.dumps({"replay": throughput(args.rounds, args.shared)}))
-    print(json.dumps({"stop_latency": stop_latency(args.stop_runs)}))
+    if args.stop_runs > 0:  # --stop-runs 0: throughput only
+        print(json.dumps({"stop_latency": stop_latency(args.stop_runs)}))
 
 
 if __name__ == "__main__":
