@@ -5,12 +5,17 @@ Real CLI entry point, real files; the hostile lines are appended to a real embed
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from otel_toolchain.cli import main
 from otel_toolchain.export.pipeline import build_pipeline
+from otel_toolchain.receiver.records import _exit_code
 from otel_toolchain.recorder import AgentRecorder
 
 
@@ -44,8 +49,6 @@ DEEP_TEXT = '{"a": ' + "[" * 3000 + "]" * 3000 + "}"
 
 def test_show_of_deeply_nested_tool_arguments_draws_the_call(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
     line = json.loads(_real_traces(tmp_path / "real"))
     span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     assert span["name"] == "execute_tool Bash"
@@ -57,17 +60,11 @@ def test_show_of_deeply_nested_tool_arguments_draws_the_call(tmp_path: Path,
 
 
 def test_a_deeply_nested_result_has_no_exit_code_and_raises_nothing() -> None:
-    from otel_toolchain.receiver.records import _exit_code
-
     assert _exit_code(DEEP_TEXT) is None
     assert _exit_code('{"exit_code": 3}') == 3
 
 
 def test_the_hook_answers_deeply_nested_input_with_a_message(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "HOME": str(tmp_path), "OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path / "out")}
     done = subprocess.run([sys.executable, "-m", "otel_toolchain", "hook", "claude-code"], input=DEEP_TEXT,
                           capture_output=True, text=True, env=env, timeout=60, check=False)
