@@ -132,6 +132,22 @@ def test_version_help_and_the_exit_code_table(tmp_path: Path) -> None:
     assert "(default: 40)" in cli(tmp_path, "show", "--help").stdout
 
 
+@pytest.mark.parametrize("command", ["serve", "hooks"])
+def test_every_command_takes_q_and_v_and_shows_defaults_and_exit_codes(tmp_path: Path, command: str) -> None:
+    done = cli(tmp_path, command, "-q", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "-q, --quiet" in done.stdout and "exit codes (every command):" in done.stdout
+    assert "(default" in done.stdout and max(len(line) for line in done.stdout.splitlines()) <= 105
+
+
+def test_the_hooks_help_is_its_own_not_a_module_docstring(tmp_path: Path) -> None:
+    for argv in (["hook", "--help"], ["hook", "-q", "--help"]):  # its own quick parser (one process per call)
+        done = cli(tmp_path, *argv)
+        assert done.returncode == 0 and "``" not in done.stdout and "hooks install" not in done.stdout
+        assert done.stdout.startswith("usage: otel-toolchain hook [-h] [-q] [-v] [--manifest MANIFEST] {claude-code}")
+        assert "exit codes:\n  0    the event was answered" in done.stdout
+
+
 @pytest.mark.parametrize("argv", [["replay", "missing.jsonl"], ["analyze", "missing.jsonl"],
                                   ["show", "missing.jsonl"]])
 def test_a_missing_path_is_one_line_and_exit_1_everywhere(tmp_path: Path, argv: list[str]) -> None:

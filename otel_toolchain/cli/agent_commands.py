@@ -9,11 +9,19 @@ straight to :func:`otel_toolchain.cli.hook.hook_main`.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Sequence
 from importlib import import_module
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["hook_arguments", "parse_address", "register"]
+__all__ = ["HOOK_CODES", "HOOK_DESCRIPTION", "hook_arguments", "parse_address", "register"]
+
+HOOK_DESCRIPTION: Final = textwrap.fill(
+    "The chain as a coding agent's hook command: read one hook event as JSON on standard input, run the chain on "
+    "the session's calls so far, print the agent's answer (a stop, a nudge, or nothing).", 78)
+HOOK_CODES: Final = """exit codes:
+  0    the event was answered (a stop is an answer on standard output, not an exit code)
+  1    the event or the manifest could not be read: said on standard error; the agent logs it and goes on"""
 
 
 def parse_address(text: str, default_port: int) -> tuple[str, int]:
@@ -46,11 +54,15 @@ def hook_arguments(hook: argparse.ArgumentParser) -> None:
     hook.set_defaults(handler=_handler("hook", "_hook"))
 
 
-def register(commands: Any) -> None:
-    """Add ``serve``, ``hook`` and ``hooks`` to the command line's subcommands."""
+def register(commands: Any, *, formatter: type[argparse.HelpFormatter] = argparse.HelpFormatter,
+             parents: Sequence[argparse.ArgumentParser] = (), epilog: str | None = None) -> None:
+    """Add ``serve``, ``hook`` and ``hooks`` to the command line's subcommands (``formatter``, ``parents``
+    and ``epilog`` as the other sub-commands have them)."""
+    common: dict[str, Any] = {"formatter_class": formatter, "parents": list(parents)}
     serve = commands.add_parser("serve", help="receive agents' own OTLP, run the chain on their tool calls, "
-                                "forward everything",
-                                description="A local OTLP receiver that guards every agent sending to it.")
+                                "forward everything", epilog=epilog, **common,
+                                description="A local OTLP receiver that guards every agent sending to it, and "
+                                "forwards\neverything it receives.")
     serve.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
     serve.add_argument("--listen", type=lambda t: parse_address(t, 4318), default=("127.0.0.1", 4318),
                        metavar="HOST:PORT", help="OTLP/HTTP address (default 127.0.0.1:4318)")
@@ -62,8 +74,10 @@ def register(commands: Any) -> None:
                        help="close a turn whose turn span never came after this long without news (default 300)")
     serve.set_defaults(handler=_handler("serve", "_serve"))
     hook_arguments(commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on "
-                                       "stdin)"))
-    hooks = commands.add_parser("hooks", help="add the hook to an agent's settings, or remove it")
+                                       "stdin)", description=HOOK_DESCRIPTION, epilog=HOOK_CODES, **common))
+    hooks = commands.add_parser("hooks", help="add the hook to an agent's settings, or remove it", epilog=epilog,
+                                description=textwrap.fill("Add otel-toolchain's hook to an agent's settings file, "
+                                                          "or remove exactly the entries it added.", 78), **common)
     hooks.add_argument("action", choices=("install", "uninstall"))
     hooks.add_argument("agent", choices=("claude-code",))
     hooks.add_argument("--scope", choices=("project", "user"), default="project",

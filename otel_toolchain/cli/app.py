@@ -20,6 +20,7 @@ from otel_toolchain import __version__
 from otel_toolchain.cli import codes
 from otel_toolchain.cli.agent_commands import register as register_agent_commands
 from otel_toolchain.cli.analyze import register as register_analyze
+from otel_toolchain.cli.options import common_options
 from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.harnesses.detect import HARNESSES
@@ -80,20 +81,10 @@ def _path(text: str) -> str:
     return text if text == "-" else os.path.expandvars(os.path.expanduser(text))
 
 
-def _common() -> argparse.ArgumentParser:
-    """-q/-v, accepted before or after the sub-command."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("-q", "--quiet", action="store_const", const=-1, dest="verbosity", default=argparse.SUPPRESS,
-                        help="only warnings and errors on stderr (no notes such as where telemetry went)")
-    parent.add_argument("-v", "--verbose", action="store_const", const=1, dest="verbosity",
-                        default=argparse.SUPPRESS, help="debug messages too")
-    return parent
-
-
 def _sub(commands_: argparse._SubParsersAction[argparse.ArgumentParser], name: str, handler: _Handler, help_: str,
          description: str) -> argparse.ArgumentParser:
     parser = commands_.add_parser(name, help=help_, description=textwrap.fill(description, 78), epilog=codes.TABLE,
-                                  formatter_class=_Formatter, parents=[_common()])
+                                  formatter_class=_Formatter, parents=[common_options()])
     parser.set_defaults(handler=handler)
     return parser
 
@@ -111,7 +102,7 @@ def _format(parser: argparse.ArgumentParser, what: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="otel-toolchain", description=textwrap.fill(_DESCRIPTION, 78),
                                      epilog=codes.TABLE,
-                                     formatter_class=_Formatter, parents=[_common()])
+                                     formatter_class=_Formatter, parents=[common_options()])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subs = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
 
@@ -157,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="lines drawn per turn before the middle is elided (marked lines are always drawn)")
     _format(show, "text (the tree), or one JSON object per turn with its calls")
 
-    register_analyze(subs, formatter=_Formatter, parents=[_common()], epilog=codes.TABLE, path_type=_path)
-    register_agent_commands(subs)
+    register_analyze(subs, formatter=_Formatter, parents=[common_options()], epilog=codes.TABLE, path_type=_path)
+    register_agent_commands(subs, formatter=_Formatter, parents=[common_options()], epilog=codes.TABLE)
     return parser
 
 

@@ -19,7 +19,9 @@ from typing import Any
 from otel_toolchain import semconv
 from otel_toolchain._input.lines import decode_line
 from otel_toolchain.chain import stop_event_attributes
-from otel_toolchain.cli.agent_commands import hook_arguments
+from otel_toolchain.cli.agent_commands import HOOK_CODES, HOOK_DESCRIPTION, hook_arguments
+from otel_toolchain.cli.options import common_options
+from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.pipeline import build_pipeline, default_output_dir
 from otel_toolchain.hooks import settings
@@ -113,9 +115,11 @@ def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
 
 def hook_main(argv: list[str]) -> int:
     """``otel-toolchain hook …`` without the rest of the command line (it runs on every tool call)."""
-    parser = argparse.ArgumentParser(prog="otel-toolchain hook", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="otel-toolchain hook", description=HOOK_DESCRIPTION, epilog=HOOK_CODES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common_options()])
     hook_arguments(parser)
     args = parser.parse_args(argv)
+    setup_logging(getattr(args, "verbosity", 0))
     try:
         return _hook(args)
     except ToolchainError as exc:  # a bad manifest: said on stderr, the session goes on
