@@ -57,16 +57,12 @@ def run(framework: str, family: str, scenario: str) -> dict[str, Any]:
     return result
 
 
-LIVE_CONTENT_MISSING = pytest.mark.xfail(strict=True, reason=(
-    "OpenInference's ADK instrumentation (1.0.5): input.value/output.value reach the exported span but "
-    "are not on it while the chain's processor reads it (end() and on_end), so the live chain compares "
-    "names only and does not stop; the recorded spans do stop (tests/integrations/test_fw_recorded.py)"))
 EARLY_WORKFLOW_END = pytest.mark.xfail(strict=True, reason=(
     "Traceloop's LlamaIndex instrumentation (0.62.4) ends FunctionAgent.workflow as run() returns the "
     "handler, before any step runs: each later tool span's parent has ended, so each call is a turn of "
     "its own (tool_stats [0, 1, 1, ...]) and no 25 repeats meet in one turn; the recorded spans, whose "
     "parent is kept live in the replay, do stop"))
-KNOWN = {("adk", "openinference"): [LIVE_CONTENT_MISSING], ("llamaindex", "traceloop"): [EARLY_WORKFLOW_END]}
+KNOWN = {("llamaindex", "traceloop"): [EARLY_WORKFLOW_END]}
 WEDGED = [pytest.param(*p, id=f"{p[0]}-{p[1]}", marks=KNOWN.get(p, [])) for p in PAIRS]
 
 
