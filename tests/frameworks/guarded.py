@@ -8,6 +8,7 @@ tool is real. The chain (repeat_guard limit 25, classify, tool_stats) sits on th
 the instrumentation, after the family's own processors and before the in-memory exporter, so
 what it reads is what an exporter gets. Printed: tool calls made, model requests, how the run
 ended at the caller, the chain's stops, tool_stats' report, the exported tool spans' classes and
+the instrumentation scopes they came from (so a family that was never instrumented shows), and
 the turn span that holds the stop (name, status, error.type).
 """
 
@@ -130,15 +131,16 @@ def main() -> None:
 def summary(weather: Weather, requests: int, outcome: str, stops: list[StopSignal],
             reports: list[TurnReport]) -> dict[str, Any]:
     spans = RECORDER.spans()
-    classes = [s.attributes.get("otel_toolchain.tool.class") for s in spans
-               if s.attributes and "otel_toolchain.tool.class" in s.attributes]
+    tools = [s for s in spans if s.attributes and "otel_toolchain.tool.class" in s.attributes]
+    classes = [(s.attributes or {}).get("otel_toolchain.tool.class") for s in tools]
+    scopes = sorted({s.instrumentation_scope.name for s in tools if s.instrumentation_scope is not None})
     turns = [{"name": s.name, "status": s.status.status_code.name,
               "error.type": (s.attributes or {}).get("error.type")}
              for s in spans if any(e.name == "otel_toolchain.turn.stop" for e in s.events)]
     return {"tool_calls": weather.calls, "model_requests": requests, "outcome": outcome,
             "stops": [s.at_call for s in stops],
             "stats": [r.value["calls"] for r in reports if r.plugin == "tool_stats"],
-            "classes": classes, "stopped_turns": turns}
+            "classes": classes, "tool_scopes": scopes, "stopped_turns": turns}
 
 
 if __name__ == "__main__":

@@ -33,6 +33,20 @@ PAIRS = [("strands", "native"), ("strands", "native-latest"), ("strands", "openi
          ("llamaindex", "genai"), ("crewai", "native"), ("crewai", "openinference"),
          ("agno", "openinference"), ("agno", "traceloop"), ("agno", "genai"),
          ("adk", "native-content"), ("adk", "native-legacy"), ("adk", "openinference")]
+SCOPES = {  # the instrumentation scope of the tool spans the chain read: the family is the one in effect
+    ("strands", "native"): "strands.telemetry.tracer", ("strands", "native-latest"): "strands.telemetry.tracer",
+    ("strands", "openinference"): "strands.telemetry.tracer",  # its processor rewrites Strands' own spans
+    ("llamaindex", "native"): "llamaindex.opentelemetry.tracer",
+    ("llamaindex", "openinference"): "openinference.instrumentation.llama_index",
+    ("llamaindex", "traceloop"): "opentelemetry.instrumentation.llamaindex",
+    ("llamaindex", "genai"): "opentelemetry.instrumentation.genai.llama_index",
+    ("crewai", "native"): "crewai", ("crewai", "openinference"): "openinference.instrumentation.crewai",
+    ("agno", "openinference"): "openinference.instrumentation.agno",
+    ("agno", "traceloop"): "opentelemetry.instrumentation.agno",
+    ("agno", "genai"): "opentelemetry.instrumentation.genai.agno",
+    ("adk", "native-content"): "gcp.vertex.agent", ("adk", "native-legacy"): "gcp.vertex.agent",
+    ("adk", "openinference"): "openinference.instrumentation.google_adk",
+}
 ENDED = {  # how the caller sees the end of a stopped run, through each integration
     "strands": "TurnStopped at call 25", "llamaindex": "TurnStopped at call 25", "crewai": "TurnStopped at call 25",
     "agno": "TurnStopped at call 25", "adk": "TurnStopped at call 25",
@@ -76,6 +90,7 @@ def test_wedged_run_ends_at_the_25th_call(framework: str, family: str) -> None:
     assert result["model_requests"] == spans  # none after the stop
     assert result["outcome"] == ENDED[framework]
     assert result["classes"] == ["network"] * spans
+    assert result["tool_scopes"] == [SCOPES[framework, family]]
     (turn,) = result["stopped_turns"]
     assert (turn["status"], turn["error.type"]) == ("ERROR", "tool_plugin.repeat_guard")
 
@@ -90,3 +105,4 @@ def test_healthy_run_is_not_stopped(framework: str, family: str) -> None:
     assert (result["tool_calls"], result["stops"], result["stats"]) == (40, [], [40])
     assert result["outcome"].startswith("returned") and result["stopped_turns"] == []
     assert result["classes"] == ["network"] * 40
+    assert result["tool_scopes"] == [SCOPES[framework, family]]
