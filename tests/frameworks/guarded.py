@@ -2,6 +2,9 @@
 
     python tests/frameworks/guarded.py FRAMEWORK FAMILY SCENARIO     (scenario: wedged | healthy)
 
+FAMILY is one of the framework's ``capture_X.FAMILIES``, or (LlamaIndex) ``traceloop-nonstreaming``:
+Traceloop's instrumentation with ``FunctionAgent(streaming=False)``.
+
 Each run is its own process (instrumentors patch globally). The framework is real, its model is
 ``fake_openai.FakeOpenAI`` on 127.0.0.1 (ADK: its scripted ``BaseLlm``, see capture_adk.py); the
 tool is real. The chain (repeat_guard limit 25, classify, tool_stats) sits on the same provider as
@@ -50,7 +53,8 @@ def llamaindex(family: str, chain: Toolchain, server: FakeOpenAI, weather: Weath
 
     from otel_toolchain.integrations.llamaindex import run_agent
 
-    agent = make_agent(server, weather)
+    # Traceloop ends the workflow span at the first streamed model response's end (see test_frameworks.py)
+    agent = make_agent(server, weather, **({"streaming": False} if family == "traceloop-nonstreaming" else {}))
     return str(asyncio.run(run_agent(agent, PROMPT, toolchain=chain, max_iterations=100)))
 
 
@@ -107,7 +111,8 @@ def main() -> None:
     global RECORDER  # noqa: PLW0603 (one run per process; CrewAI's native session needs the provider)
     framework, family, scenario = sys.argv[1:4]
     module = __import__(f"capture_{framework}")
-    processors = list(module.setup(family))
+    instrumented = family.removesuffix("-nonstreaming")  # the same instrumentation, the agent set otherwise
+    processors = list(module.setup(instrumented))
     chain = Toolchain([RepeatGuard(limit=LIMIT), Classify([{"tool": "get_*", "class": "network"}]), ToolStats()])
     stops: list[StopSignal] = []
     reports: list[TurnReport] = []
@@ -115,7 +120,7 @@ def main() -> None:
     chain.on_report(reports.append)
     RECORDER = install(processors=[*processors, chain])
     if hasattr(module, "instrument"):
-        module.instrument(family, RECORDER)
+        module.instrument(instrumented, RECORDER)
     weather = Weather.of(scenario)
     with FakeOpenAI(calls=CALLS) as server:
         try:
