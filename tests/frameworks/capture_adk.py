@@ -105,11 +105,16 @@ async def run_once(runner: Any, **run_kwargs: Any) -> str:
     return text
 
 
-def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
+def instrument(family: str, recorder: Recorder) -> None:
+    """OpenInference's instrumentor on the recorder's provider; the native families need none."""
     if family == "openinference":
         from openinference.instrumentation.google_adk import GoogleADKInstrumentor
 
         GoogleADKInstrumentor().instrument(tracer_provider=recorder.provider)
+
+
+def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:
+    instrument(family, recorder)
     from google.adk.agents.run_config import RunConfig
 
     calls = calls_for(scenario)

@@ -61,8 +61,8 @@ def instrument(family: str, recorder: Recorder) -> None:
         GenAIInstrumentor().instrument(tracer_provider=provider)
 
 
-def make_agent(server: FakeOpenAI, weather: Weather) -> Any:
-    """A FunctionAgent on the fake server with one tool, ``get_weather``."""
+def make_agent(server: FakeOpenAI, weather: Weather, **agent_kwargs: Any) -> Any:
+    """A FunctionAgent on the fake server with one tool, ``get_weather`` (``agent_kwargs``: e.g. ``streaming``)."""
     from llama_index.core.agent.workflow import FunctionAgent
     from llama_index.core.tools import FunctionTool
     from llama_index.llms.openai import OpenAI
@@ -73,7 +73,8 @@ def make_agent(server: FakeOpenAI, weather: Weather) -> Any:
 
     llm = OpenAI(model="gpt-4o-mini", api_base=server.base_url, api_key="sk-fake", max_retries=0)
     return FunctionAgent(name="weather_agent", description="tells the weather", llm=llm,
-                         tools=[FunctionTool.from_defaults(get_weather)], system_prompt="You tell the weather.")
+                         tools=[FunctionTool.from_defaults(get_weather)], system_prompt="You tell the weather.",
+                         **agent_kwargs)
 
 
 def run(family: str, scenario: str, recorder: Recorder) -> dict[str, Any]:

@@ -2,12 +2,16 @@
 
     python tests/frameworks/guarded.py FRAMEWORK FAMILY SCENARIO     (scenario: wedged | healthy)
 
+FAMILY is one of the framework's ``capture_X.FAMILIES``, or (LlamaIndex) ``traceloop-nonstreaming``:
+Traceloop's instrumentation with ``FunctionAgent(streaming=False)``.
+
 Each run is its own process (instrumentors patch globally). The framework is real, its model is
 ``fake_openai.FakeOpenAI`` on 127.0.0.1 (ADK: its scripted ``BaseLlm``, see capture_adk.py); the
 tool is real. The chain (repeat_guard limit 25, classify, tool_stats) sits on the same provider as
 the instrumentation, after the family's own processors and before the in-memory exporter, so
 what it reads is what an exporter gets. Printed: tool calls made, model requests, how the run
 ended at the caller, the chain's stops, tool_stats' report, the exported tool spans' classes and
+the instrumentation scopes they came from (so a family that was never instrumented shows), and
 the turn span that holds the stop (name, status, error.type).
 """
 
@@ -49,7 +53,8 @@ def llamaindex(family: str, chain: Toolchain, server: FakeOpenAI, weather: Weath
 
     from otel_toolchain.integrations.llamaindex import run_agent
 
-    agent = make_agent(server, weather)
+    # Traceloop ends the workflow span at the first streamed model response's end (see test_frameworks.py)
+    agent = make_agent(server, weather, **({"streaming": False} if family == "traceloop-nonstreaming" else {}))
     return str(asyncio.run(run_agent(agent, PROMPT, toolchain=chain, max_iterations=100)))
 
 
@@ -106,7 +111,8 @@ def main() -> None:
     global RECORDER  # noqa: PLW0603 (one run per process; CrewAI's native session needs the provider)
     framework, family, scenario = sys.argv[1:4]
     module = __import__(f"capture_{framework}")
-    processors = list(module.setup(family))
+    instrumented = family.removesuffix("-nonstreaming")  # the same instrumentation, the agent set otherwise
+    processors = list(module.setup(instrumented))
     chain = Toolchain([RepeatGuard(limit=LIMIT), Classify([{"tool": "get_*", "class": "network"}]), ToolStats()])
     stops: list[StopSignal] = []
     reports: list[TurnReport] = []
@@ -114,7 +120,7 @@ def main() -> None:
     chain.on_report(reports.append)
     RECORDER = install(processors=[*processors, chain])
     if hasattr(module, "instrument"):
-        module.instrument(family, RECORDER)
+        module.instrument(instrumented, RECORDER)
     weather = Weather.of(scenario)
     with FakeOpenAI(calls=CALLS) as server:
         try:
@@ -130,15 +136,16 @@ def main() -> None:
 def summary(weather: Weather, requests: int, outcome: str, stops: list[StopSignal],
             reports: list[TurnReport]) -> dict[str, Any]:
     spans = RECORDER.spans()
-    classes = [s.attributes.get("otel_toolchain.tool.class") for s in spans
-               if s.attributes and "otel_toolchain.tool.class" in s.attributes]
+    tools = [s for s in spans if s.attributes and "otel_toolchain.tool.class" in s.attributes]
+    classes = [(s.attributes or {}).get("otel_toolchain.tool.class") for s in tools]
+    scopes = sorted({s.instrumentation_scope.name for s in tools if s.instrumentation_scope is not None})
     turns = [{"name": s.name, "status": s.status.status_code.name,
               "error.type": (s.attributes or {}).get("error.type")}
              for s in spans if any(e.name == "otel_toolchain.turn.stop" for e in s.events)]
     return {"tool_calls": weather.calls, "model_requests": requests, "outcome": outcome,
             "stops": [s.at_call for s in stops],
             "stats": [r.value["calls"] for r in reports if r.plugin == "tool_stats"],
-            "classes": classes, "stopped_turns": turns}
+            "classes": classes, "tool_scopes": scopes, "stopped_turns": turns}
 
 
 if __name__ == "__main__":
