@@ -101,9 +101,10 @@ class _Reader:
 
     def read_otlp(self, path: Path, progress: Progress | None) -> None:
         meter = RunMeter(self.guard, limit=self.settings.limit, source=str(path), harness="otlp")
+        bad_lines: list[StreamError] = []
         try:
             figures = []
-            for turn in otlp_turns(path):
+            for turn in otlp_turns(path, bad_lines):
                 for fig in meter.feed(turn.events):
                     fig.recorded_stop, fig.content = turn.recorded_stop, turn.content
                     figures.append(fig)
@@ -115,6 +116,7 @@ class _Reader:
             return
         if progress is not None:
             progress(_size(path))
+        meter.bad_lines += len(bad_lines)  # one broken line loses only itself, as in the other readers
         self.count(meter, figures, RunLabeller(self.labels))
         self.aggregate.inputs["otlp traces"] += 1
 

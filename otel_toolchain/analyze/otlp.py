@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
+from otel_toolchain.errors import StreamError
 from otel_toolchain.export.otlp_json import otlp_spans
 from otel_toolchain.harnesses.events import Event, Retry, ToolFinished, TurnEnded, TurnStarted
 from otel_toolchain.identity import parse_arguments
@@ -63,14 +64,11 @@ def _operation(span: dict[str, Any]) -> str | None:
     return _attributes(span).get(semconv.GEN_AI_OPERATION_NAME)
 
 
-def _spans(path: Path) -> Iterator[dict[str, Any]]:
-    return otlp_spans(path)
-
-
-def otlp_turns(path: Path) -> Iterator[OtlpTurn]:
-    """The turns of a traces file, in the order their turn spans ended."""
+def otlp_turns(path: Path, bad_lines: list[StreamError] | None = None) -> Iterator[OtlpTurn]:
+    """The turns of a traces file, in the order their turn spans ended; ``bad_lines`` as for
+    :func:`~otel_toolchain.export.otlp_json.otlp_spans` (skipped after the first good line, collected)."""
     traces: dict[str, list[dict[str, Any]]] = {}
-    for span in _spans(path):
+    for span in otlp_spans(path, bad_lines=bad_lines):
         trace = traces.setdefault(span.get("traceId", ""), [])
         trace.append(span)
         if not span.get("parentSpanId") and _operation(span) == semconv.OPERATION_INVOKE_AGENT:

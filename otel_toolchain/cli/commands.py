@@ -217,8 +217,9 @@ def show(args: argparse.Namespace, ctx: Context) -> int:
     if not path.exists():
         warn_error(f"{path}: no such file or directory")
         return codes.INPUT
+    bad_lines: list[StreamError] = []
     try:
-        turns = turns_from_otlp_file(path)
+        turns = turns_from_otlp_file(path, bad_lines=bad_lines)
     except StreamError as exc:
         warn_error(str(exc))
         return codes.INPUT
@@ -226,6 +227,8 @@ def show(args: argparse.Namespace, ctx: Context) -> int:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         warn_error(f"{path}: cannot read: {detail}")
         return codes.INPUT
+    for bad in bad_lines:
+        warn(f"{bad}; the line was skipped")
     if args.format == "json":
         for turn in turns:
             ctx.out.line(json.dumps(turn.to_dict(tree=True)))

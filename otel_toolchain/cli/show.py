@@ -8,12 +8,12 @@ ended (the order the chain saw them); its stop, shadow stop and nudges come from
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
 from otel_toolchain._input.lines import decode_line
+from otel_toolchain.errors import StreamError
 from otel_toolchain.export.otlp_json import otlp_spans
 from otel_toolchain.outcome import CallRecord, TurnOutcome, summary
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
@@ -32,11 +32,6 @@ def _attributes(item: dict[str, Any]) -> dict[str, Any]:
             inner = [next(iter(v.values()), None) for v in inner["values"]]
         values[attribute["key"]] = inner
     return values
-
-
-def _spans(path: Path, offset: int) -> Iterator[dict[str, Any]]:
-    """Every span of the file (the one OTLP JSON reader); raises StreamError naming the line."""
-    return otlp_spans(path, offset=offset)
 
 
 def _int(value: Any) -> int:
@@ -125,14 +120,18 @@ def _turn(span: dict[str, Any], trace: _Trace, source: str) -> TurnOutcome:
     return outcome
 
 
-def turns_from_otlp_file(path: Path, *, offset: int = 0) -> list[TurnOutcome]:
+def turns_from_otlp_file(path: Path, *, offset: int = 0, bad_lines: list[StreamError] | None = None
+                         ) -> list[TurnOutcome]:
     """The turns in an OTLP JSON lines traces file, in the order they ended; ``offset`` skips earlier bytes.
+
+    ``bad_lines``: collects the bad lines after the first good one, which are skipped (see
+    :func:`~otel_toolchain.export.otlp_json.otlp_spans`); without it the first bad line raises.
 
     Raises:
         StreamError: the file is empty (from offset 0), not JSON lines, or holds no traces.
         OSError, UnicodeDecodeError: it cannot be read.
     """
-    trace = _Trace(list(_spans(path, offset)))
+    trace = _Trace(list(otlp_spans(path, offset=offset, bad_lines=bad_lines)))
     turns = []
     for span in trace.by_id.values():
         attrs = _attributes(span)

@@ -90,11 +90,14 @@ def _objects(value: Any, what: str) -> list[dict[str, Any]]:
     return value
 
 
-def otlp_spans(path: Path, *, offset: int = 0) -> Iterator[dict[str, Any]]:
+def otlp_spans(path: Path, *, offset: int = 0, bad_lines: list[StreamError] | None = None
+               ) -> Iterator[dict[str, Any]]:
     """Every span object of an OTLP JSON lines traces file, from byte ``offset`` on, in file order.
 
     The one reader of traces files (``show`` and ``analyze`` both use it): each line through the
-    hardened decoder, then its shape checked down to the spans.
+    hardened decoder, then its shape checked down to the spans. With ``bad_lines``, a bad line after
+    the first good one is appended there (naming its line) and skipped, so one broken line loses only
+    itself; a bad first line still raises, as the file is then not a traces file at all.
 
     Raises:
         StreamError: ``path`` is not a regular file; a line that is not JSON, not a traces request
@@ -108,23 +111,32 @@ def otlp_spans(path: Path, *, offset: int = 0) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                request = decode_line(line)
+                spans = _spans_of_line(line)
             except BadLineError as exc:
-                why = "this line is not JSON" if str(exc) == "not JSON" else str(exc)
-                raise StreamError(f"not OTLP JSON lines: {why}", source=str(path), line_no=line_no) from None
-            try:
-                if not isinstance(request, dict) or "resourceSpans" not in request:
-                    found = ", ".join(sorted(request)[:3]) if isinstance(request, dict) else type(request).__name__
-                    raise BadLineError(f"not an OTLP JSON traces file: no resourceSpans (found {found})")
-                spans = [span for resource in _objects(request["resourceSpans"], "resourceSpans")
-                         for scope in _objects(resource.get("scopeSpans"), "scopeSpans")
-                         for span in _objects(scope.get("spans"), "spans")]
-            except BadLineError as exc:
-                raise StreamError(str(exc), source=str(path), line_no=line_no) from None
+                error = StreamError(str(exc), source=str(path), line_no=line_no)
+                if bad_lines is None or not seen:
+                    raise error from None
+                bad_lines.append(error)
+                continue
             seen = True
             yield from spans
     if not seen and offset == 0:
         raise StreamError("empty: no traces in it", source=str(path))
+
+
+def _spans_of_line(line: str) -> list[dict[str, Any]]:
+    """The span objects of one traces line; raises BadLineError saying what is wrong with it."""
+    try:
+        request = decode_line(line)
+    except BadLineError as exc:
+        why = "this line is not JSON" if str(exc) == "not JSON" else str(exc)
+        raise BadLineError(f"not OTLP JSON lines: {why}") from None
+    if not isinstance(request, dict) or "resourceSpans" not in request:
+        found = ", ".join(sorted(request)[:3]) if isinstance(request, dict) else type(request).__name__
+        raise BadLineError(f"not an OTLP JSON traces file: no resourceSpans (found {found})")
+    return [span for resource in _objects(request["resourceSpans"], "resourceSpans")
+            for scope in _objects(resource.get("scopeSpans"), "scopeSpans")
+            for span in _objects(scope.get("spans"), "spans")]
 
 
 class _Appender:

@@ -28,19 +28,43 @@ def _real_traces(folder: Path) -> str:
     return (folder / "traces.jsonl").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("hostile", ['{"resourceSpans": ' + "[" * 1000 + "]" * 1000 + "}",
-                                     '{"resourceSpans": [{"scopeSpans": 1e400}]}',
-                                     '{"resourceSpans": [{"scopeSpans": "x"}]}',
-                                     '{"resourceSpans": [NaN]}'])
-def test_show_of_a_hostile_traces_line_is_a_message_not_a_traceback(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], hostile: str) -> None:
+HOSTILE_LINES = ['{"resourceSpans": ' + "[" * 1000 + "]" * 1000 + "}",
+                 '{"resourceSpans": [{"scopeSpans": 1e400}]}',
+                 '{"resourceSpans": [{"scopeSpans": "x"}]}',
+                 '{"resourceSpans": [NaN]}']
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_LINES)
+def test_a_hostile_traces_line_loses_only_itself_in_show(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          hostile: str) -> None:
+    before, after = _real_traces(tmp_path / "one"), _real_traces(tmp_path / "two")  # two turns, two traces
     path = tmp_path / "traces.jsonl"
-    path.write_text(_real_traces(tmp_path / "real") + hostile + "\n", encoding="utf-8")
-    assert main(["show", str(tmp_path / "real")]) == 0
-    assert "Bash" in capsys.readouterr().out
+    path.write_text(before + hostile + "\n" + after, encoding="utf-8")
+    assert main(["show", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("1  Bash") == 2  # the turns before and after the bad line
+    assert captured.err.startswith(f"otel-toolchain: warning: {path}:2: ") and captured.err.count("\n") == 1
+    assert captured.err.endswith("; the line was skipped\n"), captured.err
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_LINES)
+def test_a_hostile_first_line_is_not_a_traces_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    hostile: str) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_text(hostile + "\n" + _real_traces(tmp_path / "real"), encoding="utf-8")
     assert main(["show", str(path)]) == 1  # an input that cannot be read (the exit-code table)
     err = capsys.readouterr().err
-    assert err.startswith(f"otel-toolchain: {path}:") and err.count("\n") == 1, err
+    assert err.startswith(f"otel-toolchain: {path}:1: ") and err.count("\n") == 1, err
+
+
+def test_analyze_counts_a_hostile_traces_line_as_one_bad_line(tmp_path: Path) -> None:
+    from otel_toolchain.analyze import analyze  # noqa: PLC0415 (the analysis is heavy; one test wants it)
+
+    before, after = _real_traces(tmp_path / "one"), _real_traces(tmp_path / "two")
+    path = tmp_path / "traces.jsonl"
+    path.write_text(before + HOSTILE_LINES[0] + "\n" + after, encoding="utf-8")
+    analysis = analyze([path])
+    assert (analysis.aggregate.turns, analysis.aggregate.bad_lines) == (2, 1)
 
 
 DEEP_TEXT = '{"a": ' + "[" * 3000 + "]" * 3000 + "}"
