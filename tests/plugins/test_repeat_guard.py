@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_toolchain.calls import ToolCall
+from otel_toolchain.identity import UNKNOWN_TOOL
 from otel_toolchain.plugins.repeat_guard import RepeatGuard, RepeatGuardConfig
 from otel_toolchain.signals import StopSignal
 from otel_toolchain.testing import FakeTurn, make_tool_call
@@ -98,6 +99,25 @@ class TestModesAndNudges:
     def test_nudge_never_echoes_arguments(self) -> None:
         turn = run(RepeatGuard(limit=10, nudge_at=2), [bash("rm -rf /tmp/very-specific") for _ in range(2)])
         assert "very-specific" not in turn.nudges[0].message
+
+
+class TestIdentityRules:
+    def test_calls_rebuilt_from_lone_results_never_match(self) -> None:
+        """A result whose start was never seen is rebuilt as tool ``unknown`` with no arguments: nothing to compare."""
+        lone = [make_tool_call(UNKNOWN_TOOL, None, result="same output") for _ in range(10)]
+        assert run(RepeatGuard(limit=3), lone).stops == []
+
+    def test_ignore_args_drops_an_annotation_field_from_identity(self) -> None:
+        """The same command, described differently each time: stopped only when the description is ignored."""
+        calls = [make_tool_call("Bash", {"command": "make", "note": f"try {i}"}, result="same") for i in range(5)]
+        assert run(RepeatGuard(limit=5), calls).stops == []
+        stopped = run(RepeatGuard(limit=5, ignore_args={"Bash": ["note"]}), calls).stops
+        assert [(s.at_call, s.ignored_fields) for s in stopped] == [(5, ("note",))]
+
+    @pytest.mark.parametrize("ignore_args", [{"Bash": "note"}, {"Bash": [1]}, ["note"]])
+    def test_ignore_args_must_map_tools_to_field_names(self, ignore_args: object) -> None:
+        with pytest.raises(ValueError):
+            RepeatGuardConfig.model_validate({"limit": 5, "ignore_args": ignore_args})
 
 
 class TestConfig:
