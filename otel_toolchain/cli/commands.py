@@ -134,7 +134,9 @@ def replay(args: argparse.Namespace, ctx: Context) -> int:
                 code = codes.INPUT
             replayed.extend(outcomes)
             for outcome in outcomes:
-                ctx.out.line(json.dumps(outcome.to_dict()) if args.format == "json" else format_outcome(outcome))
+                text = json.dumps(outcome.to_dict()) if args.format == "json" else \
+                    format_outcome(outcome, ctx.screen.width)
+                ctx.out.line(text)
     finally:
         finish_telemetry(pipeline)
     if args.format == "text":

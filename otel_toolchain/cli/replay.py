@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import sys
+import textwrap
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -130,8 +131,11 @@ def _size(path: Path) -> int:
         return 0
 
 
-def format_outcome(outcome: TurnOutcome) -> str:
-    """The text summary of a turn: calls, classes, failures, retries, and the stop with its cycle."""
+def format_outcome(outcome: TurnOutcome, width: int | None = None) -> str:
+    """The text summary of a turn: calls, classes, failures, retries, and the stop with its cycle.
+
+    ``width`` (a terminal's columns) wraps each line to fit, continued four spaces in; None: one line each.
+    """
     stats: dict[str, Any] = outcome.tool_stats or {}
     classes = ", ".join(f"{name} {count}" for name, count in sorted(
         stats.get("classes", {}).items(), key=lambda item: (-item[1], item[0])))
@@ -152,4 +156,7 @@ def format_outcome(outcome: TurnOutcome) -> str:
         lines.append(f"  STOPPED by {stop.plugin} at call {stop.at_call}: {stop.reason}")
         if cycle:
             lines.append(f"  cycle: {cycle}")
+    if width is not None:
+        lines = [textwrap.fill(line, width, subsequent_indent="    ", break_on_hyphens=False,
+                               break_long_words=False) for line in lines]
     return "\n".join(lines)
