@@ -132,6 +132,19 @@ def test_version_help_and_the_exit_code_table(tmp_path: Path) -> None:
     assert "(default: 40)" in cli(tmp_path, "show", "--help").stdout
 
 
+def test_with_content_capture_the_tree_shows_the_command_in_replay_and_in_show(tmp_path: Path) -> None:
+    manifest = tmp_path / "capture.toml"
+    manifest.write_text("[agent]\ncapture_content = true\n")
+    tree_line = "└─ 1-30  Bash  read  1.7 s  cat wedge.txt \u00d730  ◀ loop from 1, STOP at 25"
+    replayed = cli(tmp_path, "-q", "replay", "--manifest", str(manifest), WEDGE, COLUMNS="120")
+    assert replayed.returncode == 75 and replayed.stdout.splitlines()[-1] == tree_line
+    shown = cli(tmp_path, "show", COLUMNS="120")  # the same turn read back from the exported spans
+    assert shown.returncode == 0 and shown.stdout.splitlines()[-1] == tree_line
+    without = cli(tmp_path, "-q", "replay", WEDGE, COLUMNS="120")  # no capture: the identity's digest instead
+    assert "cat wedge.txt" not in without.stdout
+    assert re.search("Bash  read  1\\.7 s  #[0-9a-f]{8} \u00d730", without.stdout), without.stdout
+
+
 @pytest.mark.parametrize("command", ["serve", "hooks"])
 def test_every_command_takes_q_and_v_and_shows_defaults_and_exit_codes(tmp_path: Path, command: str) -> None:
     done = cli(tmp_path, command, "-q", "--help")
