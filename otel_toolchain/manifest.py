@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import ManifestError, PluginLoadError
-from otel_toolchain.export.pipeline import ExportSettings
+from otel_toolchain.export.settings import ExportSettings
 from otel_toolchain.plugin import ToolPlugin
 from otel_toolchain.registry import entry_point_of, load_plugin_class
 

@@ -31,3 +31,19 @@ def test_the_help_lists_every_command() -> None:
 
 def test_the_stopped_code_is_runs() -> None:
     assert codes.STOPPED == EXIT_STOPPED == 75
+
+
+def test_the_hook_imports_no_exporter_until_a_stop(tmp_path: object) -> None:
+    """Every Claude Code tool call starts the hook: answering a healthy call loads no exporter or metrics SDK."""
+    event = ('{"hook_event_name": "PostToolUse", "session_id": "s1", "tool_name": "Bash", "tool_use_id": "t1",'
+             ' "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}, "cwd": "/tmp"}')
+    code = ("import sys, io, contextlib\n"
+            "from otel_toolchain.cli.hook import hook_main\n"
+            f"sys.stdin = io.StringIO({event!r})\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert hook_main(['claude-code']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('otel_toolchain.export.pipeline',\n"
+            "      'otel_toolchain.export.otlp_json', 'opentelemetry.sdk.metrics', 'opentelemetry.exporter'))))")
+    env = {"OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip() == "[]"

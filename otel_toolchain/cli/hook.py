@@ -23,7 +23,7 @@ from otel_toolchain.cli.agent_commands import HOOK_CODES, HOOK_DESCRIPTION, hook
 from otel_toolchain.cli.options import common_options
 from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.errors import ToolchainError
-from otel_toolchain.export.pipeline import build_pipeline, default_output_dir
+from otel_toolchain.export.settings import default_output_dir
 from otel_toolchain.hooks import settings
 from otel_toolchain.hooks.claude_code import answer_json, handle_event, trace_id_of
 from otel_toolchain.hooks.state import remove_stale
@@ -49,6 +49,8 @@ def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
         TraceFlags,
         set_span_in_context,
     )
+
+    from otel_toolchain.export.pipeline import build_pipeline  # noqa: PLC0415 (only on a stop)
 
     pipeline = build_pipeline(manifest.export)
     parent = SpanContext(trace_id_of(session), stop.span_id or 1, is_remote=True,
