@@ -14,7 +14,7 @@ from typing import Any
 from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.signals import NudgeSignal, StopSignal
 
-__all__ = ["CallRecord", "TurnOutcome", "evidence", "stop_line", "stop_to_dict", "summary"]
+__all__ = ["CallRecord", "TurnOutcome", "cycle_text", "evidence", "stop_line", "stop_to_dict", "summary"]
 
 
 @dataclass(slots=True)
@@ -108,13 +108,18 @@ def evidence(stop: StopSignal) -> str:
     return text
 
 
+def cycle_text(stop: StopSignal) -> str:
+    """The stop's cycle as printed: ``Bash [toolu_01] -> Read [toolu_02]`` (``?`` for a call without an id)."""
+    return " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+
+
 def stop_line(stop: StopSignal, *, attempt: tuple[int, int] = (1, 1), trace: bool = False) -> str:
     """The one stderr line a stop prints (``run``, ``run --telemetry``, ``serve``), escaped for a terminal.
 
     ``attempt`` is (this attempt, of how many) when ``run --retries`` may start the agent again; ``trace``
     appends the turn's trace id, for a guard that serves many agents at once.
     """
-    cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+    cycle = cycle_text(stop)
     which = f" (attempt {attempt[0]} of {attempt[1]})" if attempt[1] > 1 else ""
     text = (f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}{which}: {stop.reason}; "
             f"cycle: {cycle}; {evidence(stop)}")

@@ -18,11 +18,11 @@ is kept as it is). Called on whatever thread ends the span.
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from otel_toolchain._input.lines import decode_line
 from otel_toolchain._recognise import vendors
 from otel_toolchain.identity import canonical_json
 
@@ -99,8 +99,8 @@ def capture_hint(scope: str) -> str:
 
 def _loads(text: str) -> Any:
     try:
-        return decode_line(text)
-    except ValueError:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested past the stack (an agent may send that)
         return None
 
 

@@ -22,6 +22,7 @@ from otel_toolchain.harnesses.opener import open_lines
 from otel_toolchain.harnesses.runs import Run, expand, runs_in
 from otel_toolchain.harnesses.stores import MissingExtra
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
+from otel_toolchain.outcome import cycle_text
 from otel_toolchain.recorder import AgentRecorder
 
 __all__ = ["Progress", "format_outcome", "replay_lines", "replay_path"]
@@ -152,7 +153,7 @@ def format_outcome(outcome: TurnOutcome, width: int | None = None) -> str:
     lines = [line]
     if outcome.stopped is not None:
         stop = outcome.stopped
-        cycle = " -> ".join(f"{c.tool} [{c.call_id or '?'}]" for c in stop.cycle)
+        cycle = cycle_text(stop)
         lines.append(f"  STOPPED by {stop.plugin} at call {stop.at_call}: {stop.reason}")
         if cycle:
             lines.append(f"  cycle: {cycle}")

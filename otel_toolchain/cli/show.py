@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolchain import semconv
-from otel_toolchain._input.lines import decode_line
 from otel_toolchain.errors import StreamError
 from otel_toolchain.export.otlp_json import otlp_spans
+from otel_toolchain.identity import parse_arguments
 from otel_toolchain.outcome import CallRecord, TurnOutcome, summary
 from otel_toolchain.signals import CycleCall, NudgeSignal, StopSignal
 
@@ -74,10 +74,7 @@ class _Trace:
                 continue
             start, end = _int(child.get("startTimeUnixNano")), _int(child.get("endTimeUnixNano"))
             arguments = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
-            try:
-                parsed = decode_line(arguments) if isinstance(arguments, str) else None
-            except ValueError:
-                parsed = arguments
+            parsed = parse_arguments(arguments) if isinstance(arguments, str) else None
             record = CallRecord(0, str(attrs.get(semconv.GEN_AI_TOOL_NAME, "?")),
                                 str(attrs.get(semconv.TOOL_CLASS, "")), max(0, end - start) // 1_000_000,
                                 child.get("status", {}).get("code") == _STATUS_ERROR,

@@ -34,7 +34,6 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_toolchain import semconv
-from otel_toolchain._input.lines import decode_line
 from otel_toolchain._recognise import shapes as shp
 from otel_toolchain.calls import ToolCall
 from otel_toolchain.harnesses.stores._codex_output import outcome_of
@@ -108,8 +107,8 @@ def _exit_code(result: str | None) -> int | None:
     if not result or result[:1] != "{":
         return None
     try:
-        data = decode_line(result)
-    except ValueError:
+        data = json.loads(result)
+    except (ValueError, RecursionError):  # RecursionError: nested past the stack (an agent may send that)
         return None
     if not isinstance(data, dict):
         return None
