@@ -2,8 +2,11 @@
 
 Calls are grouped into turns (a trace, or a session for log events: see :mod:`.records`) and handed to
 the chain through its direct entry points (:meth:`Toolchain.open_turn`, ``tool_call``, ``close_turn``).
-A turn closes when its turn span arrives, after ``idle_s`` without news (an agent killed before its
-turn span was sent), or at :meth:`Receiver.close`. A stopped turn gets a span of its own in the
+A turn closes ``linger_s`` after its turn span arrives (requests can overtake each other on the way:
+a Collector's sending queue exports with ten consumers at once, an exporter retries a failed request
+later; a call that arrives in that time still counts; ``linger_s=0`` closes it with the request that
+brought the turn span), at once when it is stopped, after ``idle_s`` without news (an agent killed
+before its turn span was sent), or at :meth:`Receiver.close`. A stopped turn gets a span of its own in the
 agent's trace (child of the turn span where it is known) with status ERROR, ``error.type =
 tool_plugin.<plugin>`` and the stop event, so a trace view shows the stop where the loop was.
 
@@ -33,12 +36,14 @@ from otel_toolchain.receiver.records import Batch, GroupKey, Record, read_logs, 
 from otel_toolchain.signals import StopSignal
 from otel_toolchain.turn import Turn
 
-__all__ = ["STOP_SPAN_NAME", "Receiver", "ReceiverStats"]
+__all__ = ["LINGER_S", "STOP_SPAN_NAME", "Receiver", "ReceiverStats"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 _REMEMBERED: Final = 65_536
+LINGER_S: Final = 10.0
+"""How long a turn stays open after its turn span: past a Collector's first retry (5 s, up to 7.5 s)."""
 STOP_SPAN_NAME: Final = semconv.STOP_MARK_SPAN
 
 
@@ -52,16 +57,17 @@ class ReceiverStats:
     turns_opened: int = 0
     turns_closed: int = 0
     late_calls: int = 0
-    """Calls of a turn already closed (its turn span came first, or it was stopped): not run again."""
+    """Calls of a turn already closed (more than ``linger_s`` after its turn span, or stopped): not run."""
 
 
 class _Group:
-    __slots__ = ("call_ids", "last_seen", "turn", "turn_span_id")
+    __slots__ = ("call_ids", "ends_at", "last_seen", "turn", "turn_span_id")
 
-    def __init__(self, turn: Turn, turn_span_id: int, now: float) -> None:
+    def __init__(self, turn: Turn, turn_span_id: int, now: float, ends_at: float | None) -> None:
         self.turn = turn
         self.turn_span_id = turn_span_id
         self.last_seen = now
+        self.ends_at = ends_at  # linger_s after its turn span arrived; None before that
         self.call_ids: set[str] = set()
 
 
@@ -69,16 +75,19 @@ class Receiver:
     """Feeds the chain from OTLP requests; see the module docstring for the rules."""
 
     def __init__(self, chain: Toolchain, tracer_provider: TracerProvider | None = None, *, idle_s: float = 300.0,
-                 hold_s: float = 1.5, clock: Callable[[], float] = time.monotonic) -> None:
+                 hold_s: float = 1.5, linger_s: float = LINGER_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.chain = chain
         self.idle_s = idle_s
         self.hold_s = hold_s
+        self.linger_s = linger_s
         self.stats = ReceiverStats()
         self._clock = clock
         self._tracer = tracer_provider.get_tracer("otel_toolchain.receiver") if tracer_provider else None
         self._lock = threading.RLock()
         self._groups: OrderedDict[GroupKey, _Group] = OrderedDict()
         self._closed: OrderedDict[GroupKey, None] = OrderedDict()
+        self._ending: OrderedDict[GroupKey, float] = OrderedDict()
+        """Turns whose turn span came before any of their calls, and when they close."""
         self._span_calls: OrderedDict[str, None] = OrderedDict()
         self._span_sessions: OrderedDict[str, None] = OrderedDict()
         self._failed: OrderedDict[tuple[int, int], str] = OrderedDict()
@@ -93,6 +102,7 @@ class Receiver:
         now = self._clock()
         with self._lock:
             self.stats.requests[signal] = self.stats.requests.get(signal, 0) + 1
+            self._close_ended(now)  # a call past its turn's linger is late even if no tick came between
             if signal == "traces":
                 self._spans(read_spans(message), now)
             elif signal == "logs":
@@ -118,12 +128,19 @@ class Receiver:
             self._call(each, now)
         self._held = [(t, r) for t, r in self._held if not self._covered(r)]
         for ended, _span_id in batch.ended:
-            self._close(ended)
-            _remember(self._closed, ended, None)
+            self._end(ended, now + self.linger_s)
 
     def _covered(self, record: Record) -> bool:
         """A held log event whose call came (or will come) as a span."""
         return (record.call.call_id in self._span_calls) or (record.session in self._span_sessions)
+
+    def _end(self, key: GroupKey, ends_at: float) -> None:
+        """The turn span of ``key`` arrived: close its turn at ``ends_at``."""
+        group = self._groups.get(key)
+        if group is not None:
+            group.ends_at = ends_at if group.ends_at is None else min(group.ends_at, ends_at)
+        elif key not in self._closed:
+            _remember(self._ending, key, ends_at)
 
     def _call(self, record: Record, now: float) -> None:
         if record.group in self._closed:
@@ -133,7 +150,8 @@ class Receiver:
         if group is None:
             turn = self.chain.open_turn(record.call.trace_id, record.turn_span_id or _span_of(record.group),
                                         agent=record.agent)
-            group = self._groups[record.group] = _Group(turn, record.turn_span_id, now)
+            group = self._groups[record.group] = _Group(turn, record.turn_span_id, now,
+                                                        self._ending.pop(record.group, None))
             self.stats.turns_opened += 1
         call_id = record.call.call_id
         if call_id is not None:
@@ -160,6 +178,7 @@ class Receiver:
             self._held = [(t, r) for t, r in self._held if now - t < self.hold_s]
             for record in due:
                 self._call(record, now)
+            self._close_ended(now)
             for key in [k for k, g in self._groups.items() if now - g.last_seen >= self.idle_s]:
                 self._close(key)
 
@@ -172,6 +191,15 @@ class Receiver:
         """The groups with an open turn (a snapshot)."""
         with self._lock:
             return list(self._groups)
+
+    def _close_ended(self, now: float) -> None:
+        """Close the turns whose linger is over; from then on their calls are late."""
+        for key in [k for k, g in self._groups.items() if g.ends_at is not None and g.ends_at <= now]:
+            self._close(key)
+            _remember(self._closed, key, None)
+        for key in [k for k, at in self._ending.items() if at <= now]:
+            del self._ending[key]
+            _remember(self._closed, key, None)
 
     def _close(self, key: GroupKey) -> None:
         group = self._groups.pop(key, None)

@@ -128,13 +128,13 @@ def test_a_turn_split_over_two_receivers_is_judged_on_each_part() -> None:
 
     The Vercel agent's 40-call wedge, its requests dealt alternately to two receivers: each sees a
     run of identical calls shorter than 25, so neither stops (routed by trace id, one receiver
-    stops it at 25: test_wedged_recordings_stop_at_the_25th_identical_call). The part without the
-    root span closes when idle.
+    stops it at 25: test_wedged_recordings_stop_at_the_25th_identical_call). The part with the root
+    span closes ``LINGER_S`` after it, the other when idle.
     """
     from recorded import bodies  # noqa: PLC0415
 
     from otel_toolchain.manifest import Manifest  # noqa: PLC0415
-    from otel_toolchain.receiver.core import Receiver  # noqa: PLC0415
+    from otel_toolchain.receiver.core import LINGER_S, Receiver  # noqa: PLC0415
     from otel_toolchain.receiver.decode import decode_body  # noqa: PLC0415
 
     now = [0.0]
@@ -146,6 +146,9 @@ def test_a_turn_split_over_two_receivers_is_judged_on_each_part() -> None:
     calls = [r.stats.calls for r in receivers]
     assert sum(calls) == 40 and max(calls) < 25
     assert [r.stops for r in receivers] == [[], []]
+    assert [len(r.open_groups()) for r in receivers] == [1, 1]
+    for receiver in receivers:
+        receiver.tick(now[0] + LINGER_S)
     assert sorted(len(r.open_groups()) for r in receivers) == [0, 1]  # one part got the root span
     for receiver in receivers:
         receiver.tick(now[0] + 31.0)
