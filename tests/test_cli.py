@@ -20,6 +20,7 @@ import pytest
 from conftest import REPO
 
 from otel_toolchain import __version__
+from otel_toolchain.receiver.core import LINGER_S
 
 WEDGE = "examples/streams/claude-code-wedge.jsonl"
 HEALTHY = "examples/streams/claude-code-healthy.jsonl"
@@ -130,6 +131,8 @@ def test_version_help_and_the_exit_code_table(tmp_path: Path) -> None:
     replay = cli(tmp_path, "replay", "--help").stdout
     assert "(default: auto)" in replay and "--format {text,json}" in replay and "75   a plugin stopped" in replay
     assert "(default: 40)" in cli(tmp_path, "show", "--help").stdout
+    serve = " ".join(cli(tmp_path, "serve", "--help").stdout.split())
+    assert f"overtook (default {LINGER_S:g})" in serve  # written out: --help does not import the receiver
 
 
 def test_with_content_capture_the_tree_shows_the_command_in_replay_and_in_show(tmp_path: Path) -> None:
@@ -173,6 +176,8 @@ def test_a_missing_path_is_one_line_and_exit_1_everywhere(tmp_path: Path, argv: 
     (["show", "README.md"], 1, "otel-toolchain: README.md:1: not OTLP JSON lines: this line is not JSON\n"),
     (["show", "--max-calls", "0"], 2, "argument --max-calls: must be at least 1: 0\n"),
     (["show", "--max-calls", "-1"], 2, "argument --max-calls: must be at least 1: -1\n"),
+    (["serve", "--linger", "-1"], 2, "argument --linger: must not be negative: -1\n"),
+    (["serve", "--idle", "nan"], 2, "argument --idle: must not be negative: nan\n"),
     (["analyze", "--plot", "out.svg", "examples/streams"], 2,
      "otel-toolchain: --plot out.svg: the plot is a PNG: name the file *.png\n"),
     (["analyze", "--plot", "/nonexistent/x.png", "examples/streams"], 2,

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import Any, Final
 
+from otel_toolchain.cli.options import non_negative
+
 __all__ = ["HOOK_CODES", "HOOK_DESCRIPTION", "hook_arguments", "parse_address", "register"]
 
 HOOK_DESCRIPTION: Final = textwrap.fill(
@@ -70,8 +72,11 @@ def register(commands: Any, *, formatter: type[argparse.HelpFormatter] = argpars
                        help="also receive OTLP/gRPC here (e.g. 127.0.0.1:4317)")
     serve.add_argument("--on-stop", metavar="CMD", help="run CMD (through the shell) with the StopSignal JSON "
                        "on its standard input at every stop")
-    serve.add_argument("--idle", type=float, default=300.0, metavar="SECONDS",
+    serve.add_argument("--idle", type=non_negative(float), default=300.0, metavar="SECONDS",
                        help="close a turn whose turn span never came after this long without news (default 300)")
+    serve.add_argument("--linger", type=non_negative(float), default=None, metavar="SECONDS",
+                       help="keep a turn open this long after its turn span, for calls whose requests it "
+                       "overtook (default 10)")
     serve.set_defaults(handler=_handler("serve", "_serve"))
     hook_arguments(commands.add_parser("hook", help="the chain as an agent's hook command (reads the event on "
                                        "stdin)", description=HOOK_DESCRIPTION, epilog=HOOK_CODES, **common))

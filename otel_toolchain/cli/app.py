@@ -20,7 +20,7 @@ from otel_toolchain import __version__
 from otel_toolchain.cli import codes
 from otel_toolchain.cli.agent_commands import register as register_agent_commands
 from otel_toolchain.cli.analyze import register as register_analyze
-from otel_toolchain.cli.options import common_options
+from otel_toolchain.cli.options import common_options, non_negative
 from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.errors import ToolchainError
 from otel_toolchain.harnesses.detect import HARNESSES
@@ -53,17 +53,6 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
         if action.default in (None, False) or "(default" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
-
-
-def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-        return value
-
-    parse.__name__ = kind.__name__  # argparse names the type in its error message
-    return parse
 
 
 def _positive_int(text: str) -> int:
@@ -129,11 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
                "Run a coding-agent CLI in its own process group, pass its standard output through, turn its tool "
                "calls into spans as they arrive, and end the group when a plugin stops the turn (exit 75).")
     _add_harness_and_manifest(run)
-    run.add_argument("--retries", type=_non_negative(int), default=0, metavar="N",
+    run.add_argument("--retries", type=non_negative(int), default=0, metavar="N",
                      help="rerun a stopped command up to N times, each attempt a turn of its own")
     run.add_argument("--log", type=_path, metavar="FILE", help="append the harness's standard output to this file "
                      "too (a log that cannot be written is reported; the run goes on)")
-    run.add_argument("--grace", type=_non_negative(float), default=3.0, metavar="SECONDS",
+    run.add_argument("--grace", type=non_negative(float), default=3.0, metavar="SECONDS",
                      help="seconds between SIGTERM and SIGKILL")
     run.add_argument("--telemetry", action="store_true", help="guard the command through its own OTLP export "
                      "(a receiver on a loopback port; the command keeps the terminal) instead of its output stream")

@@ -6,8 +6,10 @@ Standard library only: both ``--help`` and ``otel-toolchain hook`` (one process 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
-__all__ = ["common_options"]
+__all__ = ["common_options", "non_negative"]
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -18,3 +20,16 @@ def common_options() -> argparse.ArgumentParser:
     parent.add_argument("-v", "--verbose", action="store_const", const=1, dest="verbosity",
                         default=argparse.SUPPRESS, help="debug messages too")
     return parent
+
+
+def non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse ``type`` reading ``kind`` and refusing a negative number or NaN (``inf`` is allowed)."""
+
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value < 0 or math.isnan(value):
+            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error message
+    return parse

@@ -24,7 +24,7 @@ from otel_toolchain.errors import ToolchainError
 from otel_toolchain.export.pipeline import Pipeline
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.outcome import stop_line
-from otel_toolchain.receiver.core import Receiver
+from otel_toolchain.receiver.core import LINGER_S, Receiver
 from otel_toolchain.receiver.forward import Forwarder, forwarder_for
 from otel_toolchain.receiver.grpc_server import OtlpGrpcServer
 from otel_toolchain.receiver.http_server import OtlpHttpServer
@@ -69,14 +69,15 @@ def _run_on_stop(command: str, stop: StopSignal) -> None:
 
 
 def start_guard(manifest: Manifest, listen: tuple[str, int], grpc_address: tuple[str, int] | None,
-                on_stop_command: str | None = None, *, idle_s: float = 300.0, quiet: bool = False) -> Guard:
+                on_stop_command: str | None = None, *, idle_s: float = 300.0, linger_s: float = LINGER_S,
+                quiet: bool = False) -> Guard:
     """Start the pipeline, the chain, the receiver and its servers; raises ToolchainError when it cannot listen."""
     pipeline, chain, _recorder = cli_commands.start_telemetry(manifest, cli_commands.context_of(os.environ))
     forwarder = forwarder_for(manifest.export, os.environ, pipeline.output_dir)
     if f"{listen[0]}:{listen[1]}" in forwarder.destination and listen[1] != 0:
         raise ToolchainError(f"the export goes to the receiver itself ({forwarder.destination}): it would loop; "
                              "point OTEL_EXPORTER_OTLP_ENDPOINT or [export] elsewhere")
-    receiver = Receiver(chain, pipeline.tracer_provider, idle_s=idle_s)
+    receiver = Receiver(chain, pipeline.tracer_provider, idle_s=idle_s, linger_s=linger_s)
     commands: list[threading.Thread] = []
 
     def on_stop(stop: StopSignal) -> None:
@@ -101,7 +102,8 @@ def start_guard(manifest: Manifest, listen: tuple[str, int], grpc_address: tuple
 
 def _serve(args: argparse.Namespace, _ctx: object = None) -> int:
     manifest = cli_commands.load_manifest(args.manifest)
-    guard = start_guard(manifest, args.listen, args.grpc, args.on_stop, idle_s=args.idle)
+    guard = start_guard(manifest, args.listen, args.grpc, args.on_stop, idle_s=args.idle,
+                        linger_s=LINGER_S if args.linger is None else args.linger)
     grpc_text = f" and OTLP/gRPC on {guard.grpc.host}:{guard.grpc.port}" if guard.grpc else ""
     print(f"otel-toolchain: receiving OTLP/HTTP on {guard.http.endpoint}{grpc_text}; forwarding to "
           f"{guard.forwarder.destination}", file=sys.stderr, flush=True)
