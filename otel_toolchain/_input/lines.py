@@ -40,7 +40,7 @@ from otel_toolchain.errors import MissingExtra, StreamError
 __all__ = [
     "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_LINE_BYTES", "MAX_ZST_BYTES", "MAX_ZST_RATIO", "ZST_SUFFIX", "BadLineError",
     "LongLine", "MissingExtra", "decode_line", "iso_ns", "iter_lines", "ms_ns", "open_binary", "regular_file",
-    "split_lines",
+    "split_lines", "valid_text",
 ]
 
 ZST_SUFFIX = ".zst"
@@ -230,8 +230,17 @@ def decode_line(line: str) -> Any:
         if brackets > MAX_DEPTH or fix:
             value = _checked(value, fix)
     elif isinstance(value, str) and _SURROGATE_ESCAPE.search(line):
-        value = _SURROGATE.sub("\ufffd", value)
+        value = valid_text(value)
     return value
+
+
+def valid_text(value: str) -> str:
+    """``value`` with each lone surrogate replaced by U+FFFD, so it encodes as UTF-8; ``value`` itself if clean.
+
+    The one repair for text bound for an encoder (spans, logs, metric attributes). Pure; never raises;
+    one regular-expression scan.
+    """
+    return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
 
 
 def _checked(value: Any, fix: bool) -> Any:

@@ -15,7 +15,6 @@ Pure functions, safe from any thread; cost: one regular-expression scan per stri
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,9 +22,10 @@ from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Status
 
+from otel_toolchain._input.lines import valid_text
+
 __all__ = ["clean_log", "clean_span"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _TIME_END = 1 << 64
 
 
@@ -33,13 +33,9 @@ def _valid_time(value: object) -> bool:
     return isinstance(value, int) and 0 <= value < _TIME_END
 
 
-def _text(value: str) -> str:
-    return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
-
-
 def _value(value: Any) -> Any:
     if isinstance(value, str):
-        return _text(value)
+        return valid_text(value)
     if isinstance(value, Mapping):
         return _attributes(value)
     if isinstance(value, Sequence) and not isinstance(value, bytes):
@@ -50,12 +46,12 @@ def _value(value: Any) -> Any:
 def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if attributes is None:
         return None
-    return {_text(key): _value(item) for key, item in attributes.items()}
+    return {valid_text(key): _value(item) for key, item in attributes.items()}
 
 
 def _needs_text_repair(value: Any) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return valid_text(value) is not value  # the same object back when nothing needed repair
     if isinstance(value, Mapping):
         return any(_needs_text_repair(k) or _needs_text_repair(v) for k, v in value.items())
     if isinstance(value, Sequence) and not isinstance(value, bytes):
@@ -78,11 +74,11 @@ def clean_span(span: ReadableSpan) -> tuple[ReadableSpan | None, bool]:
         end = start
     if start is None:
         return None, True
-    events = [Event(_text(e.name), _attributes(e.attributes), e.timestamp if _valid_time(e.timestamp) else start)
+    events = [Event(valid_text(e.name), _attributes(e.attributes), e.timestamp if _valid_time(e.timestamp) else start)
               for e in span.events]
-    description = _text(status.description) if status.description else None
+    description = valid_text(status.description) if status.description else None
     return ReadableSpan(
-        name=_text(span.name), context=span.context, parent=span.parent, resource=span.resource,
+        name=valid_text(span.name), context=span.context, parent=span.parent, resource=span.resource,
         attributes=_attributes(span.attributes), events=events, links=span.links, kind=span.kind,
         status=Status(status.status_code, description), start_time=start, end_time=end,
         instrumentation_scope=span.instrumentation_scope,
@@ -106,5 +102,5 @@ def clean_log(record: ReadableLogRecord) -> tuple[ReadableLogRecord | None, bool
     if inner.attributes is not None:
         inner.attributes = _attributes(inner.attributes)
     if isinstance(inner.event_name, str):
-        inner.event_name = _text(inner.event_name)
+        inner.event_name = valid_text(inner.event_name)
     return record, True

@@ -35,6 +35,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from pydantic import BaseModel, ConfigDict, Field
 
 from otel_toolchain import semconv
+from otel_toolchain._input.lines import valid_text
 from otel_toolchain.plugin import Telemetry, ToolPlugin
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class ToolStats(ToolPlugin):
         elif stats.fail_streak:
             stats.fail_streak = 0
         if self.duration_histogram:
-            stats.pending.append((tool, key[1], max(0, spent) / 1e9, call.trace_id or turn.trace_id,
+            stats.pending.append((valid_text(tool), key[1], max(0, spent) / 1e9, call.trace_id or turn.trace_id,
                                   call.span_id or turn.span_id))
         stats.unflushed += 1
         if stats.unflushed >= self.flush_every or turn.closed:  # a late call: no turn end will flush it
@@ -184,9 +185,8 @@ class ToolStats(ToolPlugin):
         totals = self._totals
         with self._totals_lock:
             for key, count in stats.counts.items():
-                if key not in totals and len(totals) >= MAX_SERIES:  # read at call time: tests lower it
-                    key = _OVERFLOW  # noqa: PLW2901  # counted, under the overflow series
-                totals[key] = totals.get(key, 0) + count
+                series = key if key in totals else _new_series(totals, key)
+                totals[series] = totals.get(series, 0) + count
         for key, count in stats.counts.items():
             stats.totals[key] = stats.totals.get(key, 0) + count
         stats.counts.clear()
@@ -195,6 +195,16 @@ class ToolStats(ToolPlugin):
             context = trace.set_span_in_context(trace.NonRecordingSpan(_span_context(trace_id, span_id)))
             self._duration.record(seconds, {semconv.GEN_AI_TOOL_NAME: tool, semconv.TOOL_CLASS: cls}, context=context)
         stats.pending.clear()
+
+
+def _new_series(totals: dict[tuple[str, str, bool], int], key: tuple[str, str, bool]) -> tuple[str, str, bool]:
+    """The series a key not yet in ``totals`` counts under: its text made valid UTF-8 (a lone surrogate
+    handed in through the Python API would fail the export), or the overflow series past MAX_SERIES."""
+    tool, cls, failed = key
+    series = (valid_text(tool), valid_text(cls), failed)
+    if series not in totals and len(totals) >= MAX_SERIES:  # read at call time: tests lower it
+        return _OVERFLOW
+    return series
 
 
 def _span_context(trace_id: int, span_id: int) -> trace.SpanContext:
