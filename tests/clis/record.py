@@ -40,6 +40,7 @@ PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "pi
             "opencode": "opencode-ai"}
 FOLDERS = {"claude": "claude-code", "codex": "codex", "pi": "pi", "opencode": "opencode"}
 TMP_ROOT = Path("/tmp/otel-toolchain-recording")
+PI_SESSIONS = "config/pi-sessions"
 RUN_TIMEOUT = 900.0
 
 
@@ -83,12 +84,21 @@ def tool_schemas(request: RecordedRequest) -> list[dict[str, Any]]:
 
 def session_file(cli: str, run_dir: Path) -> Path | None:
     """The CLI's own session file of a run, if it wrote exactly one."""
-    patterns = {"claude": ("config/claude/projects", "*.jsonl"), "codex": ("config/codex/sessions", "rollout-*.jsonl")}
+    patterns = {"claude": ("config/claude/projects", "*.jsonl"), "codex": ("config/codex/sessions", "rollout-*.jsonl"),
+                "pi": (PI_SESSIONS, "*.jsonl")}
     if cli not in patterns:
         return None
     base, pattern = patterns[cli]
     found = sorted((run_dir / base).rglob(pattern)) if (run_dir / base).is_dir() else []
     return found[0] if len(found) == 1 else None
+
+
+def keep_pi_session(cmd: Launch, run_dir: Path) -> Launch:
+    """Pi's launch with its session kept: ``--session-dir`` under the run instead of ``--no-session``."""
+    argv = list(cmd.argv)
+    at = argv.index("--no-session")
+    argv[at:at + 1] = ["--session-dir", str(run_dir / PI_SESSIONS)]
+    return Launch(argv, cmd.env, cmd.cwd)
 
 
 def json_lines(lines: list[str]) -> tuple[list[str], int]:
@@ -119,6 +129,8 @@ def record_one(root: Path, cli: str, scenario: Scenario, out: Path, delay: float
     with fake_model_server(scenario.name, delay=delay, observer=observe, scripts=scripts) as server:
         cmd = launch(cli, root, server, run_dir, scenario.name)
         cmd = Launch(cmd.argv, cmd.env | dict(scenario.env), cmd.cwd)
+        if cli == "pi" and cli in scenario.sessions:
+            cmd = keep_pi_session(cmd, run_dir)
         write_workspace(scenario, cmd.cwd)
         write_login_profile(cmd)
         holder["cmd"] = cmd

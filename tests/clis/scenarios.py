@@ -176,7 +176,7 @@ ALL: tuple[Scenario, ...] = (
              "rollout does)", repeat(("cat status.txt",), WEDGE_REPEATS, reworded, codex_note=True), STATUS_FILES,
              clis=("codex",), loop_start=1, period=1, sessions=("codex",)),
     wedge("pytest_fail", "the same failing `python -m pytest -q` (real pytest; run time and tmp_path differ)",
-          ("python -m pytest -q",), ("Run the tests",), PYTEST_FILES, loop_start=1, sessions=("codex",)),
+          ("python -m pytest -q",), ("Run the tests",), PYTEST_FILES, loop_start=1, sessions=("codex", "pi")),
     wedge("node_test_fail", "the same failing `node --test` (durations differ)",
           ("node --test",), ("Run the node tests",), NODE_FILES, loop_start=1),
     wedge("cargo_test_fail", "the same failing `cargo test` (a crate with no dependencies; the first call compiles)",
@@ -200,7 +200,7 @@ ALL: tuple[Scenario, ...] = (
     Scenario("cd_dirs", "healthy",
              "the same `make check` (same output) in six package directories: `workdir` argument (Codex, "
              "OpenCode), a persistent `cd` call before each (Claude Code), `cd DIR && make check` (Pi)",
-             packages, PACKAGES_FILES, sessions=("claude", "codex")),
+             packages, PACKAGES_FILES, sessions=("claude", "codex", "pi")),
 )
 
 BY_NAME: dict[str, Scenario] = {scenario.name: scenario for scenario in ALL}

@@ -63,9 +63,12 @@ def call_ids(cli: str, objects: list[dict[str, Any]]) -> set[str]:
 
 
 def session_call_ids(cli: str, objects: list[dict[str, Any]]) -> set[str]:
-    """Ids of the tool calls in a session file (Claude Code transcript, Codex rollout)."""
+    """Ids of the tool calls in a session file (Claude Code transcript, Codex rollout, Pi session)."""
     if cli == "claude":
         return call_ids("claude", objects)
+    if cli == "pi":
+        return {block["id"] for o in objects if o.get("type") == "message" and o["message"].get("role") == "assistant"
+                for block in o["message"]["content"] if block.get("type") == "toolCall"}
     return {o["payload"]["call_id"] for o in objects
             if o.get("type") == "response_item" and o["payload"].get("type") == "function_call"}
 

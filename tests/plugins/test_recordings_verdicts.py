@@ -123,7 +123,7 @@ def test_recording_meets_its_verdict(key: str, replayed: dict[str, dict[str, dic
 
 @pytest.mark.parametrize("key", sorted(k for k, v in VERDICTS.items() if "session" in v))
 def test_session_file_meets_its_verdict(key: str, replayed: dict[str, dict[str, dict[str, Any]]]) -> None:
-    """The CLI's own session file (Claude Code transcript, Codex rollout) gives the session_* verdicts."""
+    """The CLI's own session file (Claude Code transcript, Codex rollout, Pi session) gives the session_* verdicts."""
     verdict = VERDICTS[key]
     got = {name: _figures(replayed[name].get(verdict["session"])) for name in CHAINS}
     got_stops = {name: (figures["calls"], figures["stop"]) for name, figures in got.items()}

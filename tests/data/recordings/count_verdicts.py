@@ -160,10 +160,28 @@ def pi_calls(lines: list[dict[str, Any]]) -> list[Call]:
     return list(calls.values())
 
 
+def pi_session_calls(lines: list[dict[str, Any]]) -> list[Call]:
+    """Pi's session file: toolCall blocks of assistant messages, then toolResult messages with their id."""
+    calls: dict[str, Call] = {}
+    for obj in lines:
+        message = obj.get("message") or {}
+        if obj.get("type") != "message":
+            continue
+        if message.get("role") == "assistant":
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall" and block["id"] not in calls:
+                    calls[block["id"]] = Call(block["name"], block.get("arguments") or {}, "", False)
+        elif message.get("role") == "toolResult" and message.get("toolCallId") in calls:
+            old = calls[message["toolCallId"]]
+            calls[message["toolCallId"]] = Call(old.tool, old.args, text(message.get("content")),
+                                                bool(message.get("isError")))
+    return list(calls.values())
+
+
 READERS: dict[str, Callable[[list[dict[str, Any]]], list[Call]]] = {
     "claude": claude_calls, "codex": codex_calls, "opencode": opencode_calls, "pi": pi_calls,
 }
-SESSION_READERS = {"claude": claude_calls, "codex": codex_rollout_calls}
+SESSION_READERS = {"claude": claude_calls, "codex": codex_rollout_calls, "pi": pi_session_calls}
 
 
 def mask(result: str) -> str:
@@ -372,7 +390,7 @@ def verdict(key: str, entry: dict[str, Any]) -> dict[str, Any]:
         out["ms"] = [c.ms if c.ms is not None else -1 for c in calls]
     if entry.get("session"):
         session = SESSION_READERS[cli](read_jsonl(HERE / cli / entry["session"]))
-        figures = chains(cli if cli == "claude" else "codex", session)
+        figures = chains(cli, session)
         out["session"] = f"{cli}/{entry['session']}"
         kept = ("calls", "default_stop", "early_stop", "unordered_default_stop", "unordered_early_stop")
         out.update({f"session_{k}": figures[k] for k in kept})

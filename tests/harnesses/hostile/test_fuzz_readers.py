@@ -26,6 +26,7 @@ READERS = {
     **{f"{harness} stream": path for harness, path in STREAMS.items()},
     "claude-code store": DATA / "claude" / "cd_dirs.session.jsonl",
     "codex store": DATA / "codex" / "cd_dirs.session.jsonl",
+    "pi store": DATA / "pi" / "cd_dirs.session.jsonl",
 }
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
