@@ -82,7 +82,7 @@ def test_piped_output_is_plain_and_unlimited_and_no_color_wins(tmp_path: Path) -
 def test_show_reads_the_embedded_default_and_keeps_marked_lines_when_eliding(tmp_path: Path) -> None:
     assert cli(tmp_path, "-q", "replay", HEALTHY, WEDGE).returncode == 75
     done = cli(tmp_path, "show", "--max-calls", "1")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 75, done.stderr  # a stopped turn among those shown, as replay said
     assert masked(done.stdout) == (
         "invoke_agent claude-code  trace xxxxxxxx  session 313d7db3-cb4b-4a3f-91d1-e286917c53df\n"
         "  4 calls, 0 failed\n"
@@ -99,6 +99,27 @@ def test_show_reads_the_embedded_default_and_keeps_marked_lines_when_eliding(tmp
     as_json = [json.loads(line) for line in cli(tmp_path, "show", "--format", "json").stdout.splitlines()]
     assert [turn["calls"] for turn in as_json] == [4, 30]
     assert as_json[1]["stopped"]["at_call"] == 25 and len(as_json[1]["tree"]) == 30
+
+
+def test_a_stopped_turn_is_exit_75_in_show_and_in_analyze_with_exit_code(tmp_path: Path) -> None:
+    """The exit-code table: 75 wherever a stop is reported; analyze is a report (0) unless asked."""
+    assert cli(tmp_path, "-q", "replay", HEALTHY).returncode == 0
+    assert cli(tmp_path, "-q", "show").returncode == 0  # only a healthy turn in the embedded default
+    assert cli(tmp_path, "-q", "replay", WEDGE).returncode == 75
+    assert cli(tmp_path, "-q", "show").returncode == 75
+    assert cli(tmp_path, "-q", "show", "--format", "json").returncode == 75
+    assert cli(tmp_path, "-q", "analyze", HEALTHY, WEDGE).returncode == 0
+    assert cli(tmp_path, "-q", "analyze", "--exit-code", HEALTHY).returncode == 0
+    assert cli(tmp_path, "-q", "analyze", "--exit-code", "--format", "json", HEALTHY, WEDGE).returncode == 75
+    shadow = tmp_path / "shadow.toml"
+    shadow.write_text('[[agent.tool_plugins]]\nplugin = "repeat_guard"\nlimit = 25\nmode = "shadow"\n')
+    assert cli(tmp_path, "-q", "analyze", "--exit-code", "--manifest", str(shadow), WEDGE).returncode == 0
+    no_agent = tmp_path / "no-agent.jsonl"  # a valid traces file whose one span is no turn
+    no_agent.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "GET /"}]}]}]}) + "\n")
+    done = cli(tmp_path, "-q", "show", str(no_agent))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", f"otel-toolchain: {no_agent}: no turns in it (no invoke_agent span)\n")
 
 
 def test_a_shadow_stop_and_its_nudge_are_shown_in_text_and_json(tmp_path: Path) -> None:
@@ -142,7 +163,7 @@ def test_with_content_capture_the_tree_shows_the_command_in_replay_and_in_show(t
     replayed = cli(tmp_path, "-q", "replay", "--manifest", str(manifest), WEDGE, COLUMNS="120")
     assert replayed.returncode == 75 and replayed.stdout.splitlines()[-1] == tree_line
     shown = cli(tmp_path, "show", COLUMNS="120")  # the same turn read back from the exported spans
-    assert shown.returncode == 0 and shown.stdout.splitlines()[-1] == tree_line
+    assert shown.returncode == 75 and shown.stdout.splitlines()[-1] == tree_line
     without = cli(tmp_path, "-q", "replay", WEDGE, COLUMNS="120")  # no capture: the identity's digest instead
     assert "cat wedge.txt" not in without.stdout
     assert re.search("Bash  read  1\\.7 s  #[0-9a-f]{8} \u00d730", without.stdout), without.stdout

@@ -55,6 +55,12 @@ class Analysis:
     periods: PeriodSuggestion | None = None
     """Suggested per-period limits and poll limit (see :func:`~otel_toolchain.analyze.suggest.suggest_periods`)."""
 
+    @property
+    def stopped_turns(self) -> int:
+        """Turns that reach the manifest's limit (what ``stopped_by_manifest`` reports); 0 with no repeat_guard."""
+        limit = self.guard.limit
+        return self.aggregate.figures["repeats"].at_least(limit) if limit else 0
+
 
 def _guard_of(manifest: Manifest) -> tuple[RepeatGuard, Guard]:
     for spec in manifest.plugins:

@@ -111,7 +111,7 @@ def to_dict(analysis: Analysis) -> dict[str, Any]:
                           "repeats_by_period": {str(p + 1): h.summary() for p, h in enumerate(aggregate.by_period)}},
         "repeats_histogram": _histogram(repeats),
         "candidates": _candidates(analysis),
-        "stopped_by_manifest": {"limit": guard.limit, "turns": repeats.at_least(guard.limit) if guard.limit else 0,
+        "stopped_by_manifest": {"limit": guard.limit, "turns": analysis.stopped_turns,
                                 "examples": [turn_dict(fig) for fig in top if fig.stop_at is not None]},
         **_separation(analysis),
         "suggested_limits": _periods(analysis.periods),

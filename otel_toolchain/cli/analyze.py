@@ -54,6 +54,9 @@ def register(subparsers: Any, *, formatter: type[argparse.HelpFormatter] = argpa
     parser.add_argument("--format", choices=("text", "json"), default="text", help="the report as text or JSON")
     parser.add_argument("--plot", metavar="FILE.png", type=path_type,
                         help="also draw the distribution as a PNG (needs matplotlib)")
+    parser.add_argument("--exit-code", action="store_true",
+                        help="exit 75, as run and replay do, when the manifest's repeat_guard (in enforce mode) "
+                        "would stop a turn; without it a report exits 0")
     parser.set_defaults(handler=run_analyze)
     return parser
 
@@ -120,4 +123,7 @@ def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
     empty = [path for path in args.paths if Path(path).is_dir() and not expand([path])]
     for path in empty:
         print(f"otel-toolchain: {path}: no runs in this folder", file=sys.stderr)
-    return codes.INPUT if analysis.errors or empty else codes.OK
+    if analysis.errors or empty:
+        return codes.INPUT
+    stops = args.exit_code and analysis.guard.mode == "enforce" and analysis.stopped_turns > 0
+    return codes.STOPPED if stops else codes.OK

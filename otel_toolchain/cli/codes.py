@@ -18,7 +18,8 @@ TABLE: Final = f"""exit codes (every command):
   {INPUT:<4} an input is missing, unreadable, empty or no run of a known harness (the others were read)
   {USAGE:<4} bad usage: an unknown flag or value, an invalid manifest or labels file, a --plot that
        cannot be written, a bad line under --strict
-  {STOPPED:<4} a plugin stopped a turn (run, replay; EX_TEMPFAIL: retryable); 1 or 2 win over it
+  {STOPPED:<4} a plugin stopped a turn (run, replay, show; analyze with --exit-code; EX_TEMPFAIL:
+       retryable); 1 or 2 win over it
   {NOT_FOUND:<4} run: the command could not be started
   other run: the wrapped command's own exit code
   standard output closed early (| head): the rest of the output is dropped, the work finished, same code"""

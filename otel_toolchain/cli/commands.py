@@ -231,15 +231,17 @@ def show(args: argparse.Namespace, ctx: Context) -> int:
         return codes.INPUT
     for bad in bad_lines:
         warn(f"{bad}; the line was skipped")
+    if not turns:
+        warn_error(f"{path}: no turns in it (no invoke_agent span)")
+        return codes.INPUT
     if args.format == "json":
         for turn in turns:
             ctx.out.line(json.dumps(turn.to_dict(tree=True)))
     else:
-        if not turns:
-            warn_error(f"{path}: no turns in it (no invoke_agent span)")
         with ctx.out.guard() as target:
             print_trees(turns, target, ctx.screen, max_lines=args.max_calls)
-    return codes.OK
+    # a stopped turn is exit 75 wherever it is reported (run, replay, show); a shadow stop is not a stop
+    return codes.STOPPED if any(turn.stopped is not None for turn in turns) else codes.OK
 
 
 def _plain(value: Any) -> str:
