@@ -108,6 +108,12 @@ _VOLATILE: Final = tuple((re.compile(pattern), token, kind) for pattern, token, 
     # the output, which changes with its volatile tokens (the output itself is compared below).
     (r"(?m)^(Chunk ID|Wall time|Process exited after|Original token count)\b[^\n]*", r"\1: <volatile>",
      "codex frame"),
+    # Cargo says what it had to (re)build or fetch before the run; the same failing `cargo test`
+    # prints them the first time only. Its exact shapes, so that no other program's line matches;
+    # no token: such a line is dropped whole (see _mask).
+    (r" *(?:(?:Compiling|Checking|Fresh|Documenting|Downloaded|Adding|Locking) [\w.-]+ v\d+\.\d+\.\d+[^\n]*"
+     r"|Downloaded \d+ crates? \([^\n]*|Locking \d+ packages?[^\n]*|Updating [^\n]* index"
+     r"|Blocking waiting for file lock[^\n]*)", None, "build progress"),
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>", "uuid"),
     (r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?", "<time>", "time"),
     (rf"(?:{_DAY},? +)?{_MONTH} +\d{{1,2}},? +\d{{1,2}}:\d{{2}}:\d{{2}}(?: +[A-Z]{{2,5}})?(?: +\d{{4}})?", "<time>",
@@ -148,7 +154,7 @@ def mask_volatile(text: str) -> str:
         pass
     masked = text
     for pattern, token, _ in _VOLATILE:
-        masked = pattern.sub(token, masked)
+        masked = _mask(pattern, token, masked)
     if len(_masked) >= _CACHE_LIMIT:
         _masked.clear()
     _masked[text] = masked
@@ -162,11 +168,20 @@ def masked_kinds(text: str) -> tuple[str, ...]:
     """
     found: list[str] = []
     for pattern, token, kind in _VOLATILE:
-        masked = pattern.sub(token, text)
+        masked = _mask(pattern, token, text)
         if masked != text and kind not in found:
             found.append(kind)
         text = masked
     return tuple(found)
+
+
+def _mask(pattern: re.Pattern[str], token: str | None, text: str) -> str:
+    """``text`` with ``pattern`` replaced by ``token``, or with the lines it matches whole dropped (no token)."""
+    if token is not None:
+        return pattern.sub(token, text)
+    if pattern.search(text) is None:
+        return text
+    return "\n".join(line for line in text.split("\n") if pattern.fullmatch(line) is None)
 
 
 def sort_lines(text: str) -> str:

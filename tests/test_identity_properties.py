@@ -50,6 +50,10 @@ VOLATILE: dict[str, tuple[st.SearchStrategy[str], str]] = {
                   "<tmp>"),
 }
 FRAME = (st.builds(lambda s: f"Wall time: {s / 1000:.4f} seconds", st.integers(0, 99_999)), "Wall time: <volatile>")
+# Cargo's build progress, printed before the run by the first call only: the whole line goes.
+BUILD_PROGRESS = st.builds(lambda verb, name, v: f"{verb:>12} {name} v{v}.1.0 (/src/{name})",
+                           st.sampled_from(["Compiling", "Checking", "Downloaded", "Adding", "Locking"]),
+                           st.sampled_from(["calc", "serde_json", "my-crate"]), st.integers(0, 99))
 
 
 @st.composite
@@ -70,7 +74,8 @@ def lines(draw: st.DrawFn) -> tuple[str, str, list[str]]:
 
 @st.composite
 def texts(draw: st.DrawFn) -> tuple[str, list[str], list[str]]:
-    """(a text, its lines' skeletons, its kinds of volatile token), now and then with a Codex frame line."""
+    """(a text, its lines' skeletons, its kinds of volatile token), now and then with a Codex frame line
+    and cargo's build-progress lines before it."""
     drawn = draw(st.lists(lines(), min_size=1, max_size=5))
     text = [line for line, _, _ in drawn]
     skeletons = [skeleton for _, skeleton, _ in drawn]
@@ -79,6 +84,9 @@ def texts(draw: st.DrawFn) -> tuple[str, list[str], list[str]]:
         text.insert(0, draw(FRAME[0]))
         skeletons.insert(0, FRAME[1])
         kinds.append("codex frame")
+    for _ in range(draw(st.integers(0, 2))):  # no skeleton: the line is removed, not replaced
+        text.insert(0, draw(BUILD_PROGRESS))
+        kinds.append("build progress")
     return "\n".join(text), skeletons, kinds
 
 

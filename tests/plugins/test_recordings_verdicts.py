@@ -11,7 +11,7 @@ Chains: ``default`` (the seed's, limit 25), ``early`` (``limits = {1 = 4, 2 = 3,
 verdicts' ``unordered_*``), and ``early_ordered`` (``unordered_failures = false``: the plain
 ``early_*`` verdicts). Per recording: calls, stop call, loop start and period under each chain; no stop
 (not even a shadow one) on a healthy run; a wedge stopped by the early chain no later than the fastest
-stopping peer. The exceptions are named in BLIND_SPOT (verdicts.toml ``blind_spot``) and LATER_START.
+stopping peer. The exceptions are named in verdicts.toml (``blind_spot``).
 """
 
 from __future__ import annotations
@@ -48,10 +48,6 @@ CHAINS: dict[str, tuple[str | None, str]] = {
 SESSION_FIELDS = {"default": "session_unordered_default_stop", "early": "session_unordered_early_stop",
                   "early_ordered": "session_early_stop"}
 
-LATER_START = {
-    "cargo_test_fail": "the first `cargo test` compiles the crate, so its output differs from every later one: a "
-                       "rule that compares results starts counting at call 2, the argument-only peers at call 1",
-}
 """Scenarios where the early chain may stop after the fastest peer, by at most (loop start - 1) calls."""
 
 
@@ -157,6 +153,4 @@ def test_wedge_stopped_no_later_than_the_fastest_peer(key: str, replayed: dict[s
     peer, peer_call = verdict["fastest_peer"], verdict["fastest_peer_call"]
     if not peer:
         return  # no stopping peer catches this wedge (the cycles of 2 and 3 calls)
-    allowed = peer_call + (stop["loop_start"] - 1 if verdict["scenario"] in LATER_START else 0)
-    assert stop["at_call"] <= allowed, (
-        f"{key}: early chain stopped at call {stop['at_call']}, {peer} at {peer_call} (allowed {allowed})")
+    assert stop["at_call"] <= peer_call, f"{key}: early chain stopped at call {stop['at_call']}, {peer} at {peer_call}"

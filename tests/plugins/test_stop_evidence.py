@@ -70,23 +70,24 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
 
 
 def test_replay_json_carries_the_whole_evidence(replayed: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
-    """The first `cargo test` compiles, so the loop begins at call 2; four repeats stop it at call 5."""
+    """The first `cargo test` compiles; its `Compiling` line is build progress, so the loop begins at call 1."""
     turn, _ = replayed
     calls = calls_of(CARGO)
-    loop = calls[1:5]
+    loop = calls[0:4]
     seconds = (loop[-1]["done"] - loop[0]["use"]).total_seconds()
     stop = turn["stopped"]
     digest = stop["cycle"][0]["digest"]
     assert len(digest) == 32 and int(digest, 16) >= 0
     assert stop == {
         "plugin": "repeat_guard", "reason": "the same call (Bash) repeated 4 times in a row with the same results",
-        "at_call": 5, "period": 1, "repeats": 4, "loop_start": 2, "loop_calls": 4, "loop_seconds": round(seconds, 3),
+        "at_call": 4, "period": 1, "repeats": 4, "loop_start": 1, "loop_calls": 4, "loop_seconds": round(seconds, 3),
         "loop_tokens": sum(call["tokens"] for call in loop), "ignored_fields": ["description"], "masked": True,
         # cargo prints a build hash (calc-<16 hex>), the panic's thread id, the run time; stdout and stderr interleave
         "masks": ["hex id", "thread id", "duration", "line order"], "note": None,
-        "cycle": [{"tool": "Bash", "call_id": calls[4]["id"], "digest": digest}],
+        "cycle": [{"tool": "Bash", "call_id": calls[3]["id"], "digest": digest}],
     }
-    assert "panicked" in calls[4]["text"] and "finished in" in calls[4]["text"]
+    assert "panicked" in calls[3]["text"] and "finished in" in calls[3]["text"]
+    assert "   Compiling calc v0.1.0" in calls[0]["text"] and "Compiling" not in calls[1]["text"]
 
 
 def test_the_stop_event_carries_the_same_evidence(replayed: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
@@ -101,8 +102,8 @@ def test_the_stop_event_carries_the_same_evidence(replayed: tuple[dict[str, Any]
         "otel_toolchain.stop.message": {"stringValue": stop["reason"]},
         "otel_toolchain.stop.period": {"intValue": "1"},
         "otel_toolchain.stop.repeats": {"intValue": "4"},
-        "otel_toolchain.stop.at_call": {"intValue": "5"},
-        "otel_toolchain.stop.loop.start": {"intValue": "2"},
+        "otel_toolchain.stop.at_call": {"intValue": "4"},
+        "otel_toolchain.stop.loop.start": {"intValue": "1"},
         "otel_toolchain.stop.loop.calls": {"intValue": "4"},
         "otel_toolchain.stop.loop.seconds": {"doubleValue": pytest.approx(stop["loop_seconds"], abs=5e-4)},
         "otel_toolchain.stop.loop.tokens": {"intValue": str(stop["loop_tokens"])},

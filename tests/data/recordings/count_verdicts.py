@@ -36,6 +36,8 @@ FREE_TEXT = {("claude", "Bash"): {"description"}, ("codex", "exec_command"): {"j
 MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.M | re.I), r) for p, r in (
     # Codex's frame; the token count is the output's size, which changes with its volatile tokens.
     (r"^(Chunk ID|Wall time|Original token count):.*\n?", ""),
+    # Cargo's build progress ("   Compiling calc v0.1.0 (/path)"): only the first `cargo test` rebuilds.
+    (r"^ *(Compiling|Checking|Fresh|Downloaded|Adding|Locking) [\w.-]+ v\d+\.\d+\.\d+.*\n", ""),
     (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?", "<TIME>"),
     (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<TIME>"),
     (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<ID>"),
