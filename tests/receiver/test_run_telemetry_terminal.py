@@ -21,6 +21,7 @@ from pathlib import Path
 AGENT = r"""
 import os, signal, sys
 print("foreground", os.tcgetpgrp(0) == os.getpgrp(), "own-group", os.getpgrp() != os.getsid(0), flush=True)
+print("sigint-blocked", signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []), flush=True)
 print("ready", flush=True)
 print("typed", sys.stdin.readline().strip(), flush=True)
 signal.signal(signal.SIGINT, lambda *_: (print("interrupted", flush=True), sys.exit(42)))
@@ -53,6 +54,11 @@ def test_the_agent_owns_the_terminal_and_ctrl_c_reaches_it_alone(tmp_path: Path)
     env |= {"OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path / "out"), "TERM": "dumb"}
     pid, master = pty.fork()
     if pid == 0:  # the child: exec at once (nothing of pytest runs here)
+        # As a login shell would start it: no signal blocked or ignored that pytest's process had (a
+        # shell's background job ignores SIGINT; library threads may have left a mask).
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for signo in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+            signal.signal(signo, signal.SIG_DFL)
         os.execve(sys.executable, [sys.executable, "-m", "otel_toolchain", "-q", "run", "--telemetry", "--",
                                    sys.executable, str(script)], env)
     seen = bytearray()
@@ -71,6 +77,7 @@ def test_the_agent_owns_the_terminal_and_ctrl_c_reaches_it_alone(tmp_path: Path)
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
     assert "foreground True own-group True" in out
+    assert "sigint-blocked False" in out
     assert "typed hello from the keyboard" in out
     # run itself was not interrupted: it waited for the agent and exits with the agent's own code
     assert os.waitstatus_to_exitcode(status) == 42, out
