@@ -168,6 +168,17 @@ def program_name(word: str) -> str:
     return bare if bare in VERSIONED else base
 
 
+def runs_another(program: str, args: Sequence[str]) -> bool:
+    """Whether ``program`` with ``args`` runs another program that the shell reader must follow.
+
+    A wrapper (``sudo``, ``env``, ``xargs``…), a shell, an interpreter (``python -m``), ``find``
+    (``-exec``) or a runner's sub-command (``uv run``). Every other program is classed by its name
+    and arguments alone (:func:`program_class`).
+    """
+    return (program in WRAPPERS or program in SHELLS or program in PYTHONS or program == "find"
+            or (bool(args) and args[0] in RUNNERS.get(program, ())))
+
+
 def shell_script(args: list[str]) -> str | None:
     """The script of ``sh -c 'script'`` (options may come first, ``-c`` in a cluster like ``-lc``)."""
     has_c, i = False, 0

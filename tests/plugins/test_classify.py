@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -17,7 +19,6 @@ from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import ManifestError
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.plugins import classify as classify_module
-from otel_toolchain.plugins._shell import parse
 from otel_toolchain.plugins.classify import CLASSES, PRECEDENCE, Classify, ClassifyConfig, Rule, classify
 from otel_toolchain.testing import FakeTurn, make_tool_call
 
@@ -246,13 +247,15 @@ def test_config_fields_are_the_init_parameters() -> None:
 # -- the cache ----------------------------------------------------------------------------------
 @pytest.fixture
 def parse_count(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The commands read (by the fast path or the full lexer), in order."""
     seen: list[object] = []
+    reading = classify_module.Classifier.command_class
 
-    def counting(command: Any) -> Any:
+    def counting(self: classify_module.Classifier, command: Any) -> Any:
         seen.append(command)
-        return parse(command)
+        return reading(self, command)
 
-    monkeypatch.setattr(classify_module, "parse", counting)
+    monkeypatch.setattr(classify_module.Classifier, "command_class", counting)
     return seen
 
 
@@ -297,3 +300,39 @@ def test_the_class_reaches_the_exported_tool_span() -> None:
     (tool_span,) = [span for span in exporter.get_finished_spans() if span.name == "execute_tool Bash"]
     assert dict(tool_span.attributes or {}) == {**attributes, semconv.TOOL_CLASS: "network"}
     provider.shutdown()
+
+
+# -- the fast path for the common shape ---------------------------------------------------------
+_WORDS = ["cd", "/w1", "grep", "-r", "x", ".", "make", "t1", "git", "status", "push", "-C", "sub", "sed", "-i",
+          "-ni", "python3", "-m", "pytest", "sudo", "bash", "-c", "-lc", "env", "A=1", "if", "then", "fi", "for",
+          "do", "done", "case", "esac", "in", "find", "-exec", "-delete", "uv", "run", "sync", "npm", "install",
+          "test", "ls", "/usr/bin/python3.11", "pip3", "tar", "-t", "xargs", "rm", "curl", "!", "{", "}",
+          "time", "nohup", "cargo", "build", "docker", "ps", "function", "f", "-", "--", "x=y"]
+_GLUE = ["&&", "||", "|", ";", "&", ";;", "|&", " ", " ", " ", "\t", "\r"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(_GLUE)), min_size=1, max_size=14))
+def test_the_fast_path_classes_every_command_as_the_full_reading_does(parts: list[str]) -> None:
+    command = " ".join(parts)
+    classifier = classify_module.Classifier()
+    fast = classifier._plain_class(command)
+    if fast is not None:
+        assert fast == classifier._read_class(command), command
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    ("cd /w1 && grep -r n5 . | head -5 && make t5", "build"),
+    ("git status; git push", "network"),
+    ("ls -la", "read"),
+    ("sed -i s/a/b/ f", "write"),
+])
+def test_the_common_shapes_take_the_fast_path(command: str, expected: str) -> None:
+    assert classify_module.Classifier()._plain_class(command) == expected
+
+
+@pytest.mark.parametrize("command", ["sudo make", "bash -lc 'make'", "python -m pytest", "uv run pytest",
+                                     "find . -exec rm {} ;", "if make; then ls; fi", "A=1 make", "make > out",
+                                     "echo $(date)", "ls # a comment"])
+def test_what_runs_another_program_or_is_shell_grammar_takes_the_full_reading(command: str) -> None:
+    assert classify_module.Classifier()._plain_class(command) is None
