@@ -94,7 +94,7 @@ def plain_commands(text: str) -> list[list[str]] | None:
         words = [word for word in segment.replace("\t", " ").replace("\r", " ").split(" ") if word]
         if not words:
             continue
-        if words[0] in _GRAMMAR_STARTS or tables.ASSIGNMENT.match(words[0]):
+        if words[0] in _GRAMMAR_STARTS or ("=" in words[0] and tables.ASSIGNMENT.match(words[0])):
             return None
         commands.append(words)
     return commands

@@ -168,6 +168,27 @@ def program_name(word: str) -> str:
     return bare if bare in VERSIONED else base
 
 
+class ProgramFacts(NamedTuple):
+    """What a command's first word says before its arguments are read (see :func:`program_facts`)."""
+
+    program: str
+    """Its name (:func:`program_name`)."""
+    fixed: ToolClass | None
+    """Its class whatever its arguments, or None where they decide it (flags, sub-commands)."""
+    wraps: bool
+    """It always runs another program (a wrapper, a shell, an interpreter, ``find``)."""
+
+
+def program_facts(word: str) -> ProgramFacts:
+    """The facts of a command whose first word is ``word``: a pure function, cached by its callers."""
+    program = program_name(word)
+    if program in WRAPPERS or program in SHELLS or program in PYTHONS or program == "find":
+        return ProgramFacts(program, None, True)
+    if program in FLAGS or program in SUBCOMMANDS or program in RUNNERS:
+        return ProgramFacts(program, None, False)
+    return ProgramFacts(program, PROGRAMS.get(program, "exec"), False)
+
+
 def runs_another(program: str, args: Sequence[str]) -> bool:
     """Whether ``program`` with ``args`` runs another program that the shell reader must follow.
 

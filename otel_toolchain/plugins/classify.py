@@ -43,10 +43,11 @@ from otel_toolchain.plugins._tool_tables import (
     COMMAND_KEYS,
     SHELL_TOOLS,
     TOOLS,
+    ProgramFacts,
     ToolClass,
     is_mcp_tool,
     program_class,
-    program_name,
+    program_facts,
     runs_another,
 )
 
@@ -92,7 +93,7 @@ class ClassifyConfig(BaseModel):
 class Classifier:
     """Classes tool calls; safe to share between threads (a lost cache entry is only recomputed)."""
 
-    __slots__ = ("_commands", "_program_rules", "_texts", "_tool_rules", "_tools")
+    __slots__ = ("_commands", "_program_rules", "_programs", "_texts", "_tool_rules", "_tools")
 
     def __init__(self, rules: Sequence[Rule] = ()) -> None:
         self._tool_rules = tuple((_glob(r.tool), r.class_) for r in rules if r.tool is not None)
@@ -100,6 +101,7 @@ class Classifier:
         self._tools: dict[str, ToolClass | None] = {}  # None: a shell tool, classed by its command
         self._commands: dict[tuple[str, _Command], ToolClass] = {}
         self._texts: dict[tuple[str, str], ToolClass] = {}
+        self._programs: dict[str, ProgramFacts] = {}  # by a command's first word, for the fast path
 
     def classify(self, tool: str, arguments: object) -> ToolClass:
         """The class of a call of ``tool`` with ``arguments`` (parsed JSON, or raw text)."""
@@ -151,8 +153,7 @@ class Classifier:
             classes.add("write")
         return max(classes, key=_RANK.__getitem__) if classes else "exec"
 
-    @staticmethod
-    def _plain_class(command: str) -> ToolClass | None:
+    def _plain_class(self, command: str) -> ToolClass | None:
         """The class of a command of the common shape, without building its Script (a new command
         costs a fraction of the full reading); None where the full reading is needed. Same result
         as the full path (tests/plugins/test_classify.py holds them equal on generated commands)."""
@@ -161,10 +162,14 @@ class Classifier:
             return None
         best: ToolClass | None = None
         for words in commands:
-            program, args = program_name(words[0]), words[1:]
-            if runs_another(program, args):
-                return None
-            cls = program_class(program, args)
+            facts = self._programs.get(words[0])
+            if facts is None:
+                facts = _remember(self._programs, words[0], program_facts(words[0]))
+            cls = facts.fixed
+            if cls is None:
+                if facts.wraps or runs_another(facts.program, words[1:]):
+                    return None
+                cls = program_class(facts.program, words[1:])
             if best is None or _RANK[cls] > _RANK[best]:
                 best = cls
         return best or "exec"
