@@ -23,8 +23,11 @@ Effects outside the machine matter most, then changes to files, then builds; ``c
 a build, ``make && git push`` network. agent and mcp (which only user rules give to programs) sit
 above exec because a rule that names them is more specific than exec, the catch-all of programs.
 
-Patterns are ``fnmatch`` globs and case-sensitive. Each distinct (tool, command) is lexed once:
-results are cached in a bounded dict, so repeated calls cost one lookup.
+Patterns are ``fnmatch`` globs and case-sensitive. Each distinct (tool, command) is read once:
+results are cached in a bounded dict, so repeated calls cost one lookup. A command of the common
+shape (words and control operators only, as ``cd x && grep -r y . | head -3``) whose programs run
+no other program is classed from its words directly, without the full shell reader, when there are
+no ``program`` rules; the result is the same (a property test holds the two paths equal).
 """
 
 from __future__ import annotations
