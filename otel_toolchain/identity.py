@@ -110,8 +110,8 @@ _VOLATILE: Final = tuple((re.compile(pattern), token, kind) for pattern, token, 
      "codex frame"),
     # Cargo says what it had to (re)build or fetch before the run; the same failing `cargo test`
     # prints them the first time only. Its exact shapes, so that no other program's line matches;
-    # no token: such a line is dropped whole (see _mask).
-    (r" *(?:(?:Compiling|Checking|Fresh|Documenting|Downloaded|Adding|Locking) [\w.-]+ v\d+\.\d+\.\d+[^\n]*"
+    # no token: such a line is dropped whole (see _mask). Anchored: a search tries line starts only.
+    (r"(?m)^ *(?:(?:Compiling|Checking|Fresh|Documenting|Downloaded|Adding|Locking) [\w.-]+ v\d+\.\d+\.\d+[^\n]*"
      r"|Downloaded \d+ crates? \([^\n]*|Locking \d+ packages?[^\n]*|Updating [^\n]* index"
      r"|Blocking waiting for file lock[^\n]*)", None, "build progress"),
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>", "uuid"),

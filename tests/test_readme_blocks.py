@@ -55,8 +55,13 @@ def _blocks() -> list[tuple[int, str, str, str]]:
     return [(text[:m.start()].count("\n") + 1, m.group(1) or "", m.group(2), m.group(3)) for m in _FENCE.finditer(text)]
 
 
+def _kind(mark: str) -> str:
+    """A mark's kind: ``test stderr`` of ``test stderr: COMMAND`` and of ``test stderr exit=2``."""
+    return mark.partition(":")[0].partition(" exit=")[0]
+
+
 def _marked(prefix: str) -> list[tuple[int, str, str, str]]:
-    return [block for block in _blocks() if block[1].split(":")[0].split(" exit=")[0] == prefix]
+    return [block for block in _blocks() if _kind(block[1]) == prefix]
 
 
 def _id(block: object) -> str:
@@ -81,7 +86,7 @@ def _run(argv: list[str], tmp_path: Path, cwd: Path = REPO) -> subprocess.Comple
 
 def test_every_block_is_marked_and_the_marks_are_known() -> None:
     known = {"test", "test output", "test stderr", "test manifest", "test python", "test arguments", "illustration"}
-    marks = {_id(block): block[1].split(":")[0].split(" exit=")[0] for block in _blocks()}
+    marks = {_id(block): _kind(block[1]) for block in _blocks()}
     assert {where: mark for where, mark in marks.items() if mark not in known} == {}
     assert list(marks.values()).count("illustration") == 1
 

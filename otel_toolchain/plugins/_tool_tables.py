@@ -176,28 +176,25 @@ class ProgramFacts(NamedTuple):
     fixed: ToolClass | None
     """Its class whatever its arguments, or None where they decide it (flags, sub-commands)."""
     wraps: bool
-    """It always runs another program (a wrapper, a shell, an interpreter, ``find``)."""
+    """It may run another program that the shell reader must follow (a wrapper such as ``sudo``, a
+    shell, an interpreter's ``-m``, ``find -exec``); a runner does so only after a sub-command in
+    ``runs_after``."""
+    runs_after: frozenset[str] = frozenset()
+    """A runner's sub-commands that run the rest of the line (``uv run``, ``npm exec``)."""
 
 
 def program_facts(word: str) -> ProgramFacts:
-    """The facts of a command whose first word is ``word``: a pure function, cached by its callers."""
+    """The facts of a command whose first word is ``word``: a pure function, cached by its callers.
+
+    Every program that neither wraps nor runs the rest of its line is classed by its name and
+    arguments alone (:func:`program_class`).
+    """
     program = program_name(word)
     if program in WRAPPERS or program in SHELLS or program in PYTHONS or program == "find":
         return ProgramFacts(program, None, True)
     if program in FLAGS or program in SUBCOMMANDS or program in RUNNERS:
-        return ProgramFacts(program, None, False)
+        return ProgramFacts(program, None, False, RUNNERS.get(program, frozenset()))
     return ProgramFacts(program, PROGRAMS.get(program, "exec"), False)
-
-
-def runs_another(program: str, args: Sequence[str]) -> bool:
-    """Whether ``program`` with ``args`` runs another program that the shell reader must follow.
-
-    A wrapper (``sudo``, ``env``, ``xargs``…), a shell, an interpreter (``python -m``), ``find``
-    (``-exec``) or a runner's sub-command (``uv run``). Every other program is classed by its name
-    and arguments alone (:func:`program_class`).
-    """
-    return (program in WRAPPERS or program in SHELLS or program in PYTHONS or program == "find"
-            or (bool(args) and args[0] in RUNNERS.get(program, ())))
 
 
 def shell_script(args: list[str]) -> str | None:

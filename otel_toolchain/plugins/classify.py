@@ -51,7 +51,6 @@ from otel_toolchain.plugins._tool_tables import (
     is_mcp_tool,
     program_class,
     program_facts,
-    runs_another,
 )
 
 if TYPE_CHECKING:
@@ -170,7 +169,7 @@ class Classifier:
                 facts = _remember(self._programs, words[0], program_facts(words[0]))
             cls = facts.fixed
             if cls is None:
-                if facts.wraps or runs_another(facts.program, words[1:]):
+                if facts.wraps or (len(words) > 1 and words[1] in facts.runs_after):
                     return None
                 cls = program_class(facts.program, words[1:])
             if best is None or _RANK[cls] > _RANK[best]:
