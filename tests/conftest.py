@@ -9,13 +9,20 @@ by skipping what it was given.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from otel_toolchain.testing import Capture
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -51,3 +58,22 @@ def capture() -> Iterator[Capture]:
     cap = Capture()
     yield cap
     cap.shutdown()
+
+
+RECORDINGS = REPO / "tests" / "data" / "recordings"
+
+
+@pytest.fixture(scope="session")
+def codex_home_with_rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``CODEX_HOME`` holding the rollout of every Codex recording that kept one, where Codex puts it
+    (``sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``), so its stream is read as on the machine
+    that ran it (verdicts.toml: ``read_with_rollout``)."""
+    home = tmp_path_factory.mktemp("codex-home")
+    folder = home / "sessions" / "2026" / "12" / "02"
+    folder.mkdir(parents=True)
+    for verdict in tomllib.loads((RECORDINGS / "verdicts.toml").read_text()).values():
+        if verdict.get("read_with_rollout"):
+            first = json.loads((RECORDINGS / verdict["file"]).read_text().splitlines()[0])
+            (folder / f"rollout-2026-12-02T09-00-00-{first['thread_id']}.jsonl").write_bytes(
+                (RECORDINGS / verdict["session"]).read_bytes())
+    return home

@@ -22,6 +22,7 @@ from otel_toolchain.errors import StreamError, ToolchainError
 from otel_toolchain.harnesses.detect import STORE
 from otel_toolchain.harnesses.runs import expand, runs_in
 from otel_toolchain.harnesses.stores import discover
+from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.stores.discover import CLAUDE_RETENTION_DAYS, claude_retention_note
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.plugins.repeat_guard import RepeatGuard
@@ -74,7 +75,9 @@ def _guard_of(manifest: Manifest) -> tuple[RepeatGuard, Guard]:
 class _Reader:
     """Feeds runs through meters and labels into one aggregate."""
 
-    def __init__(self, manifest: Manifest, labels: Labels | None, harness: str, listed: int) -> None:
+    def __init__(self, manifest: Manifest, labels: Labels | None, harness: str, listed: int,
+                 codex_home: CodexHome | None) -> None:
+        self.codex_home = codex_home
         self.guard, self.settings = _guard_of(manifest)
         self.labels = labels
         self.harness = harness
@@ -93,7 +96,7 @@ class _Reader:
         self.aggregate.bad_lines += meter.bad_lines
 
     def read_runs(self, files: Sequence[Path], progress: Progress | None) -> None:
-        for run in runs_in(files, harness=self.harness, calls_only=True):
+        for run in runs_in(files, harness=self.harness, calls_only=True, codex_home=self.codex_home):
             try:
                 opened = run.open(progress)
                 meter = RunMeter(self.guard, limit=self.settings.limit, source=run.source, harness=opened.harness)
@@ -177,15 +180,17 @@ def inputs_of(paths: Sequence[str | Path], environ: Mapping[str, str] | None,
 
 def analyze(paths: Sequence[str | Path] = (), *, harness: str = "auto", manifest: Manifest | None = None,
             labels: Labels | None = None, environ: Mapping[str, str] | None = None, listed: int = 20,
-            progress: Callable[[list[Path]], Progress | None] | None = None) -> Analysis:
+            progress: Callable[[list[Path]], Progress | None] | None = None,
+            codex_home: CodexHome | None = None) -> Analysis:
     """Analyse the runs in ``paths`` (none: this machine's stores) under ``manifest``'s repeat_guard.
 
     ``progress`` is given the files to read and returns a callback that hears of bytes read.
+    ``codex_home``: where Codex streams' rollouts are looked for, as ``replay`` does.
     """
     manifest = manifest or Manifest.default()
     notes: list[str] = []
     files, retention = inputs_of(paths, environ, notes)
-    reader = _Reader(manifest, labels, harness, listed)
+    reader = _Reader(manifest, labels, harness, listed, codex_home)
     traces, others = _sort(files, reader.errors)
     advance = progress(files) if progress is not None else None
     reader.read_runs(others, advance)

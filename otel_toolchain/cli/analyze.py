@@ -86,6 +86,7 @@ def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
     from otel_toolchain.analyze.plot import write_plot  # noqa: PLC0415
     from otel_toolchain.cli.progress import Progress  # noqa: PLC0415
     from otel_toolchain.harnesses.runs import expand  # noqa: PLC0415
+    from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome  # noqa: PLC0415
     from otel_toolchain.manifest import Manifest  # noqa: PLC0415
 
     missing = [path for path in args.paths if not Path(path).exists()]
@@ -105,7 +106,9 @@ def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
         return bar
 
     try:
-        analysis = analyze(args.paths, harness=args.harness, manifest=manifest, labels=labels, progress=progress)
+        codex_home = CodexHome.from_environ(ctx.environ if ctx is not None else os.environ, Path.home())
+        analysis = analyze(args.paths, harness=args.harness, manifest=manifest, labels=labels, progress=progress,
+                           codex_home=codex_home)
     finally:
         for bar in bars:
             bar.finish()

@@ -22,6 +22,7 @@ from otel_toolchain.cli.tree import Screen, print_trees
 from otel_toolchain.errors import CannotRun, StreamError
 from otel_toolchain.export.pipeline import Pipeline, build_pipeline, default_output_dir
 from otel_toolchain.harnesses.live import run_harness
+from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.outcome import TurnOutcome
 from otel_toolchain.recorder import AgentRecorder
@@ -59,6 +60,15 @@ def context_of(environ: Mapping[str, str]) -> Context:
     key = environ.get(DIGEST_KEY_ENV)
     return Context(environ, Out(sys.stdout), screen_for(sys.stdout, environ), screen_for(sys.stderr, environ),
                    key.encode()[:64] if key else None)
+
+
+LIVE_ROLLOUT_WAIT_S = 0.2
+"""How long ``run`` waits for Codex to write a call to its rollout (it is there first, as measured)."""
+
+
+def codex_home(ctx: Context, *, wait_s: float = 0.0) -> CodexHome:
+    """Where Codex's rollouts are (``$CODEX_HOME``, else ``~/.codex``), to read where a stream's commands ran."""
+    return CodexHome.from_environ(ctx.environ, Path(ctx.environ.get("HOME") or Path.home()), wait_s=wait_s)
 
 
 def load_manifest(path: str | None) -> Manifest:
@@ -120,7 +130,7 @@ def replay(args: argparse.Namespace, ctx: Context) -> int:
             if progress is not None:
                 progress.next_file()
             try:
-                outcomes = _replay_one(path, recorder, args, progress)
+                outcomes = _replay_one(path, recorder, args, ctx, progress)
             except StreamError as exc:
                 warn_error(str(exc))
                 if args.strict:
@@ -146,11 +156,12 @@ def replay(args: argparse.Namespace, ctx: Context) -> int:
     return code
 
 
-def _replay_one(path: str, recorder: AgentRecorder, args: argparse.Namespace,
+def _replay_one(path: str, recorder: AgentRecorder, args: argparse.Namespace, ctx: Context,
                 progress: Progress | None) -> list[TurnOutcome]:
     if path != "-" and not Path(path).exists():
         raise StreamError("no such file or directory", source=path)
-    outcomes = replay_path(path, recorder, harness=args.harness, strict=args.strict, progress=progress)
+    outcomes = replay_path(path, recorder, harness=args.harness, strict=args.strict, progress=progress,
+                           codex_home=codex_home(ctx))
     if not outcomes:
         if path != "-" and Path(path).is_dir():
             what = "no runs in this folder (looked for *.jsonl, *.jsonl.zst, OpenCode databases and storage/)"
@@ -188,7 +199,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     pipeline, _chain, recorder = start_telemetry(manifest, ctx)
     try:
         result = run_harness(command, recorder, harness=args.harness, retries=args.retries,
-                             log_path=Path(args.log) if args.log else None, grace_s=args.grace)
+                             log_path=Path(args.log) if args.log else None, grace_s=args.grace,
+                             codex_home=codex_home(ctx, wait_s=LIVE_ROLLOUT_WAIT_S))
     except CannotRun as exc:
         warn_error(str(exc))
         return codes.NOT_FOUND

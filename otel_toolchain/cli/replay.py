@@ -21,6 +21,7 @@ from otel_toolchain.errors import StreamError
 from otel_toolchain.harnesses.opener import open_lines
 from otel_toolchain.harnesses.runs import Run, expand, runs_in
 from otel_toolchain.harnesses.stores import MissingExtra
+from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
 from otel_toolchain.outcome import cycle_text
 from otel_toolchain.recorder import AgentRecorder
@@ -31,13 +32,15 @@ _log = logging.getLogger("otel_toolchain")
 
 
 def replay_lines(lines: Iterable[str], recorder: AgentRecorder, *, source: str, harness: str = "auto",
-                 strict: bool = False) -> list[TurnOutcome]:
+                 strict: bool = False, codex_home: CodexHome | None = None) -> list[TurnOutcome]:
     """Replay one run's lines through ``recorder``; returns its turns' outcomes.
+
+    ``codex_home``: where a Codex stream's rollout is looked for, to learn where its commands ran.
 
     Raises:
         StreamError: the harness could not be recognised, or (strict) a line could not be read.
     """
-    opened = open_lines(lines, harness, strict, source=source)
+    opened = open_lines(lines, harness, strict, source=source, codex_home=codex_home)
     if opened is None:
         return []
     writer = SpanWriter(recorder, source=source, harness=opened.harness)
@@ -54,7 +57,7 @@ def _lines(stream: IO[str], progress: Progress | None) -> Iterator[str]:
 
 
 def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", strict: bool = False,
-                progress: Progress | None = None) -> list[TurnOutcome]:
+                progress: Progress | None = None, codex_home: CodexHome | None = None) -> list[TurnOutcome]:
     """Replay the file or folder at ``path`` (``-``: standard input); returns every run's turns' outcomes.
 
     In a folder, a file that is no run of a known harness is logged and passed over (``strict``:
@@ -64,10 +67,11 @@ def replay_path(path: str, recorder: AgentRecorder, *, harness: str = "auto", st
         StreamError: ``path`` cannot be read, or is a file that is no run of a known harness.
     """
     if path == "-":
-        return replay_lines(_lines(sys.stdin, progress), recorder, source="-", harness=harness, strict=strict)
+        return replay_lines(_lines(sys.stdin, progress), recorder, source="-", harness=harness, strict=strict,
+                            codex_home=codex_home)
     folder = Path(path).is_dir()
     outcomes: list[TurnOutcome] = []
-    for run in runs_in([path], harness=harness, strict=strict):
+    for run in runs_in([path], harness=harness, strict=strict, codex_home=codex_home):
         try:
             outcomes.extend(_replay_run(run, recorder, progress))
         except (StreamError, MissingExtra, OSError, sqlite3.Error) as exc:

@@ -40,6 +40,7 @@ from otel_toolchain.harnesses import supervisor
 from otel_toolchain.harnesses._base import StreamReader
 from otel_toolchain.harnesses.detect import DETECT_LINES, detect_harness
 from otel_toolchain.harnesses.opener import reader_of
+from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
 from otel_toolchain.outcome import stop_line
 from otel_toolchain.recorder import AgentRecorder
@@ -122,8 +123,10 @@ class _Attempt:
 
     def __init__(self, command: Sequence[str], recorder: AgentRecorder, *, harness: str, strict: bool,
                  log: IO[bytes] | None, out: IO[bytes] | None, grace_s: float, links: list[Link],
-                 max_line_bytes: int = MAX_LINE_BYTES, number: int = 1) -> None:
+                 max_line_bytes: int = MAX_LINE_BYTES, number: int = 1,
+                 codex_home: CodexHome | None = None) -> None:
         self.command = command
+        self.codex_home = codex_home
         self.recorder = recorder
         self.harness = harness
         self.strict = strict
@@ -247,7 +250,8 @@ class _Attempt:
                   f"reading it as {found}", file=sys.stderr)
             self.harness = "auto"
         try:
-            harness, _kind, reader = reader_of(head, self.harness, self.strict, source=" ".join(self.command[:1]))
+            harness, _kind, reader = reader_of(head, self.harness, self.strict, source=" ".join(self.command[:1]),
+                                               codex_home=self.codex_home)
         except StreamError:
             print("otel-toolchain: the output is not a stream of a known harness; passing it through "
                   "without spans (name one with --harness)", file=sys.stderr)
@@ -297,8 +301,13 @@ def run_harness(
     strict: bool = False,
     out: IO[bytes] | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    codex_home: CodexHome | None = None,
 ) -> RunResult:
     """Run ``command`` until it ends or a plugin stops it; rerun a stopped one up to ``retries`` times.
+
+    ``codex_home``: where a Codex command's rollout is followed, to learn where its commands run
+    (give it a ``wait_s``: the stream line may come first; see
+    :mod:`~otel_toolchain.harnesses.stores.codex_workdirs`).
 
     Raises:
         CannotRun: the command could not be started (a log that cannot be opened is only reported).
@@ -330,7 +339,8 @@ def run_harness(
     try:
         for number in range(1, retries + 2):
             attempt = _Attempt(command, recorder, harness=harness, strict=strict, log=log, out=out,
-                               grace_s=grace_s, links=links, max_line_bytes=max_line_bytes, number=number)
+                               grace_s=grace_s, links=links, max_line_bytes=max_line_bytes, number=number,
+                               codex_home=codex_home)
             code, outcomes = attempt.run(group_holder)
             result.outcomes.extend(outcomes)
             result.stop_latencies_s.extend(attempt.latencies)

@@ -27,6 +27,7 @@ from otel_toolchain.harnesses.detect import (
 )
 from otel_toolchain.harnesses.events import Event
 from otel_toolchain.harnesses.stores import store_reader_for
+from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.streams import reader_for
 
 __all__ = ["Opened", "open_lines", "read_stream", "reader_of"]
@@ -44,13 +45,16 @@ class Opened:
 
 
 def reader_of(head: list[str], harness: str = "auto", strict: bool = False, *, source: str = "-",
-              skip: Collection[str] = (), calls_only: bool = False) -> tuple[str, str, StreamReader]:
+              skip: Collection[str] = (), calls_only: bool = False,
+              codex_home: CodexHome | None = None) -> tuple[str, str, StreamReader]:
     """(harness, kind, a fresh reader) for a run whose first lines are ``head``.
 
     ``harness="auto"`` recognises it; a named harness is taken as given (with a warning on the
     ``otel_toolchain`` logger when the lines look like another harness's or none's; ``strict``: an
     error), and a session-store file of that harness is still read by its store reader. ``skip`` and
     ``calls_only`` go to store readers (see :func:`~otel_toolchain.harnesses.stores.store_reader_for`).
+    ``codex_home``: where a Codex stream's rollout is looked for, to learn where its commands ran
+    (:mod:`~otel_toolchain.harnesses.stores.codex_workdirs`); None: not looked for.
 
     Raises:
         StreamError: ``auto`` and the lines are no stream or store file of a known harness; ``strict``
@@ -69,12 +73,13 @@ def reader_of(head: list[str], harness: str = "auto", strict: bool = False, *, s
     kind = found[1] if found is not None and found[0] == harness else STREAM
     if kind == STORE:
         return harness, kind, store_reader_for(harness, strict, source=source, skip=skip, calls_only=calls_only)
-    return harness, kind, reader_for(harness, strict, source=source)
+    workdirs = codex_home.workdirs() if codex_home is not None and harness == "codex" else None
+    return harness, kind, reader_for(harness, strict, source=source, workdirs=workdirs)
 
 
 def open_lines(lines: Iterable[str], harness: str = "auto", strict: bool = False, *, source: str = "-",
                clock: Callable[[], int] | None = None, skip: Collection[str] = (),
-               calls_only: bool = False) -> Opened | None:
+               calls_only: bool = False, codex_home: CodexHome | None = None) -> Opened | None:
     """Start reading a run's lines; None when it has no line that is not blank.
 
     ``clock`` gives each line's arrival time in ns; by default it is one fixed time for the whole
@@ -88,7 +93,8 @@ def open_lines(lines: Iterable[str], harness: str = "auto", strict: bool = False
     head = list(islice(it, DETECT_LINES))
     if not any(line.strip() for line in head):
         return None
-    name, kind, reader = reader_of(head, harness, strict, source=source, skip=skip, calls_only=calls_only)
+    name, kind, reader = reader_of(head, harness, strict, source=source, skip=skip, calls_only=calls_only,
+                                   codex_home=codex_home)
     return Opened(name, kind, _events(reader, chain(head, it), clock, name, source))
 
 

@@ -23,6 +23,7 @@ from otel_toolchain._input.lines import ZST_SUFFIX, iter_lines
 from otel_toolchain.errors import StreamError
 from otel_toolchain.harnesses.detect import DETECT_LINES, STORE, STREAM, detect_format
 from otel_toolchain.harnesses.opener import Opened, open_lines
+from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.stores.opencode import Session, db_sessions, is_sqlite, is_storage_root, storage_sessions
 
 __all__ = ["Opened", "Run", "expand", "runs_in"]
@@ -123,7 +124,8 @@ def _counting(lines: Iterator[str], on_bytes: Callable[[int], None]) -> Iterator
         yield line
 
 
-def _file_run(path: Path, harness: str, strict: bool, parents: _Parents, calls_only: bool) -> Run:
+def _file_run(path: Path, harness: str, strict: bool, parents: _Parents, *, calls_only: bool,
+              codex_home: CodexHome | None) -> Run:
     source = str(path)
 
     def opener(on_bytes: Callable[[int], None] | None) -> Opened:
@@ -131,7 +133,8 @@ def _file_run(path: Path, harness: str, strict: bool, parents: _Parents, calls_o
         head = list(islice(lines, DETECT_LINES))
         found = detect_format(head)
         skip = parents.skip_for(found[0], head, path) if found is not None and found[1] == STORE else frozenset()
-        opened = open_lines(chain(head, lines), harness, strict, source=source, skip=skip, calls_only=calls_only)
+        opened = open_lines(chain(head, lines), harness, strict, source=source, skip=skip, calls_only=calls_only,
+                            codex_home=codex_home)
         return opened if opened is not None else Opened("unknown" if harness == "auto" else harness, STREAM, iter(()))
 
     return Run(source, _size(path), opener)
@@ -145,10 +148,11 @@ def _size(path: Path) -> int:
 
 
 def runs_in(paths: Iterable[str | Path], *, harness: str = "auto", strict: bool = False,
-            calls_only: bool = False) -> Iterator[Run]:
+            calls_only: bool = False, codex_home: CodexHome | None = None) -> Iterator[Run]:
     """Every run in ``paths`` (see the module docstring); OpenCode databases come before ``storage/`` trees.
 
     ``calls_only``: the reader may leave out what only usage and the model need (``analyze``).
+    ``codex_home``: where Codex streams' rollouts are looked for (see :func:`~.opener.reader_of`).
     """
     files = expand(paths)
     parents = _Parents(files)
@@ -156,7 +160,7 @@ def runs_in(paths: Iterable[str | Path], *, harness: str = "auto", strict: bool 
     trees = {path for path in files if path.is_dir()}
     for path in files:
         if path not in databases and path not in trees:
-            yield _file_run(path, harness, strict, parents, calls_only)
+            yield _file_run(path, harness, strict, parents, calls_only=calls_only, codex_home=codex_home)
     stored: set[str] = set()
     for database in sorted(databases):
         try:

@@ -64,20 +64,32 @@ def expected() -> dict[str, Any]:
             "presumed_healthy": False, "stops": stops}
 
 
-def test_the_suggestion_and_what_each_limit_would_stop(tmp_path: Path) -> None:
+def test_the_suggestion_and_what_each_limit_would_stop(tmp_path: Path, codex_home_with_rollouts: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the Codex rollouts where Codex keeps them, the history asks for the early chain's own limits."""
+    monkeypatch.setenv("CODEX_HOME", str(codex_home_with_rollouts))
     found = json.loads(analyze(tmp_path, "--format", "json"))["suggested_limits"]
     assert found == expected()
-    # Codex's cd_dirs stream has no workdir (a documented blind spot): its six `make check` calls read as one
-    # call repeated 6 times in a healthy run, so the history asks for 7, not the early chain's 4
-    assert found["limits"] == {"1": 7, "2": 4, "3": 3} and found["poll_limit"] == 25
+    assert found["limits"] == {"1": 4, "2": 3, "3": 3} and found["poll_limit"] == 25
 
 
-def test_the_text_report_says_it(tmp_path: Path) -> None:
+def test_without_codexs_rollouts_its_cd_dirs_stream_asks_for_a_higher_limit(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex's cd_dirs stream alone names no folder: six `make check` calls read as one call repeated 6 times
+    in a healthy run, so the history asks for 7 repetitions of one call, not 4."""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
+    found = json.loads(analyze(tmp_path, "--format", "json"))["suggested_limits"]
+    assert found["limits"] == {"1": 7, "2": 4, "3": 3}
+
+
+def test_the_text_report_says_it(tmp_path: Path, codex_home_with_rollouts: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(codex_home_with_rollouts))
     lines = analyze(tmp_path).splitlines()
-    start = lines.index("Suggested per-period limits: limits = { 1 = 7, 2 = 4, 3 = 3 }, poll_limit = 25")
+    start = lines.index("Suggested per-period limits: limits = { 1 = 4, 2 = 3, 3 = 3 }, poll_limit = 25")
     assert lines[start + 1:start + 5] == [
-        "  period 1 limit 7     would stop 20 turn(s): 20 wedged, 0 healthy, 0 unlabelled",
-        "  period 2 limit 4     would stop 24 turn(s): 24 wedged, 0 healthy, 0 unlabelled",
+        "  period 1 limit 4     would stop 20 turn(s): 20 wedged, 0 healthy, 0 unlabelled",
+        "  period 2 limit 3     would stop 24 turn(s): 24 wedged, 0 healthy, 0 unlabelled",
         "  period 3 limit 3     would stop 24 turn(s): 24 wedged, 0 healthy, 0 unlabelled",
         "  poll limit 25        would stop 0 turn(s): 0 wedged, 0 healthy, 0 unlabelled",
     ]

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from fake_models import fake_model_server
 from harness import CLIS, launch
+from record import write_login_profile, write_workspace
+from scenarios import BY_NAME
 from test_cli_offline import require_clis
 
 pytestmark = pytest.mark.integration
@@ -97,3 +99,39 @@ def test_claude_code_provider_error_is_a_counted_retry(tmp_path: Path) -> None:
     done, replayed = run_wrapped("claude", "retry", tmp_path)
     assert done.returncode == 0, done.stderr
     assert replayed["tool_stats"]["retries"] == 1 and replayed["stopped"] is None
+
+
+EARLY = ('[[agent.tool_plugins]]\nplugin = "repeat_guard"\nlimit = 25\nlimits = { 1 = 4, 2 = 3, 3 = 3 }\n'
+         'poll_limit = 25\n')
+
+
+@pytest.mark.parametrize(("scenario", "stop_at"), [("cd_dirs", None), ("status_reworded", 4)])
+def test_codex_under_run_knows_where_each_command_ran_from_its_rollout(scenario: str, stop_at: int | None,
+                                                                       tmp_path: Path) -> None:
+    """The real Codex under ``run`` with the early limits: the same ``make check`` in six folders is six
+    calls (its stream names no folder; its rollout, followed live, does), while the same ``cat`` in one
+    folder is still stopped at call 4. The ``--log`` replays to the same verdict on the same machine."""
+    root = require_clis()
+    manifest = tmp_path / "early.toml"
+    manifest.write_text(EARLY)
+    plan = BY_NAME[scenario]
+    with fake_model_server(scenario, scripts={scenario: plan.script_for("codex")}) as server:
+        spec = launch("codex", root, server, tmp_path, scenario)
+        write_workspace(plan, spec.cwd)
+        write_login_profile(spec)
+        env = {**spec.env, "OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path / "otel")}
+        done = subprocess.run(
+            [sys.executable, "-m", "otel_toolchain", "run", "--manifest", str(manifest), "--grace", "2",
+             "--log", str(tmp_path / "run.log"), "--", *spec.argv],
+            cwd=spec.cwd, env=env, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
+        )
+    assert done.returncode == (0 if stop_at is None else 75), done.stderr
+    replayed = subprocess.run([sys.executable, "-m", "otel_toolchain", "replay", "--manifest", str(manifest),
+                               "--format", "json", str(tmp_path / "run.log")],
+                              env=env, capture_output=True, text=True, check=False)
+    turn = json.loads(replayed.stdout.splitlines()[0])
+    if stop_at is None:
+        assert turn["stopped"] is None and turn["shadow_stopped"] is None and turn["calls"] == 6, turn
+    else:
+        assert turn["stopped"]["at_call"] == stop_at, turn
+    assert left_behind(tmp_path) == []

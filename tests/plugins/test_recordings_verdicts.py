@@ -12,6 +12,10 @@ verdicts' ``unordered_*``), and ``early_ordered`` (``unordered_failures = false`
 ``early_*`` verdicts). Per recording: calls, stop call, loop start and period under each chain; no stop
 (not even a shadow one) on a healthy run; a wedge stopped by the early chain no later than the fastest
 stopping peer. The exceptions are named in verdicts.toml (``blind_spot``).
+
+A Codex stream is replayed with its rollout in a ``CODEX_HOME``, as ``run`` and ``replay`` find it on
+the machine that ran Codex (``read_with_rollout``: the stream alone names no folder); replayed
+without it, it meets the ``without_rollout_*`` verdicts.
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ def _replay_all(manifest: str | None, files: list[Path], out: Path) -> dict[str,
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, dict[str, Any]]]]:
+def replayed(tmp_path_factory: pytest.TempPathFactory,
+             codex_home_with_rollouts: Path) -> Iterator[dict[str, dict[str, dict[str, Any]]]]:
     """Per chain, the turns of every recording and session file, by file name relative to DATA."""
     files = sorted({DATA / v["file"] for v in VERDICTS.values()} | {DATA / v["session"] for v in VERDICTS.values()
                                                                    if "session" in v})
@@ -80,6 +85,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dic
     with pytest.MonkeyPatch.context() as patch:
         for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TOOLCHAIN_DIGEST_KEY"):
             patch.delenv(var, raising=False)
+        patch.setenv("CODEX_HOME", str(codex_home_with_rollouts))
         for name, (manifest, _) in CHAINS.items():
             out = tmp_path_factory.mktemp(name)
             patch.setenv("OTEL_TOOLCHAIN_OUTPUT_DIR", str(out))
@@ -154,3 +160,25 @@ def test_wedge_stopped_no_later_than_the_fastest_peer(key: str, replayed: dict[s
     if not peer:
         return  # no stopping peer catches this wedge (the cycles of 2 and 3 calls)
     assert stop["at_call"] <= peer_call, f"{key}: early chain stopped at call {stop['at_call']}, {peer} at {peer_call}"
+
+
+WITHOUT_ROLLOUT = sorted(k for k, v in VERDICTS.items() if v.get("read_with_rollout"))
+
+
+def test_a_codex_stream_without_its_rollout_meets_its_stream_alone_verdicts(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """No rollout on this machine: the stream alone (cd_dirs, six folders, reads as one command repeated)."""
+    for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TOOLCHAIN_DIGEST_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex-here"))
+    got = {}
+    for name in ("default", "early"):
+        out = tmp_path / name
+        out.mkdir()
+        monkeypatch.setenv("OTEL_TOOLCHAIN_OUTPUT_DIR", str(out))
+        turns = _replay_all(CHAINS[name][0], [DATA / VERDICTS[key]["file"] for key in WITHOUT_ROLLOUT], out)
+        got[name] = {key: _figures(turns.get(str(DATA / VERDICTS[key]["file"])))["stop"] for key in WITHOUT_ROLLOUT}
+    want = {"default": {key: VERDICTS[key]["without_rollout_default_stop"] for key in WITHOUT_ROLLOUT},
+            "early": {key: VERDICTS[key]["without_rollout_unordered_early_stop"] for key in WITHOUT_ROLLOUT}}
+    assert got == want
+    assert want["early"]["codex/cd_dirs"] == 4  # the healthy run the rollout saves from a stop

@@ -29,7 +29,7 @@ from typing import Any
 from otel_toolchain._input.lines import decode_line
 from otel_toolchain.harnesses.stores.opencode import is_sqlite, is_storage_root
 
-__all__ = ["CLAUDE_RETENTION_DAYS", "Discovery", "claude_retention_note", "discover"]
+__all__ = ["CLAUDE_RETENTION_DAYS", "Discovery", "claude_retention_note", "codex_folders", "discover"]
 
 CLAUDE_RETENTION_DAYS = 30
 _DAY = 86_400.0
@@ -71,9 +71,14 @@ def _claude(env: Mapping[str, str], home: Path) -> tuple[list[Path], int]:
     return [config / "projects" for config in configs if (config / "projects").is_dir()], days
 
 
-def _codex(env: Mapping[str, str], home: Path) -> list[Path]:
+def codex_folders(env: Mapping[str, str], home: Path, *, existing: bool = True) -> list[Path]:
+    """Codex's rollout folders: ``sessions`` and ``archived_sessions`` of each ``$CODEX_HOME``.
+
+    ``existing``: only those there now.
+    """
     homes = _list(env.get("CODEX_HOME")) or [home / ".codex"]
-    return [base / sub for base in homes for sub in ("sessions", "archived_sessions") if (base / sub).is_dir()]
+    folders = [base / sub for base in homes for sub in ("sessions", "archived_sessions")]
+    return [folder for folder in folders if folder.is_dir()] if existing else folders
 
 
 def _pi(env: Mapping[str, str], home: Path, cwd: Path) -> list[Path]:
@@ -110,7 +115,7 @@ def discover(environ: Mapping[str, str] | None = None, *, home: Path | None = No
     home = home or Path(env.get("HOME") or Path.home())
     claude, days = _claude(env, home)
     found = Discovery(claude_retention_days=days)
-    for harness, paths in (("claude-code", claude), ("codex", _codex(env, home)),
+    for harness, paths in (("claude-code", claude), ("codex", codex_folders(env, home)),
                            ("pi", _pi(env, home, cwd or Path.cwd())), ("opencode", _opencode(env, home))):
         if paths:
             found.paths[harness] = paths

@@ -28,7 +28,7 @@ from otel_toolchain.harnesses.events import (
     Usage,
 )
 from otel_toolchain.harnesses.streams.claude_code import ClaudeCodeReader
-from otel_toolchain.harnesses.streams.codex import CodexReader
+from otel_toolchain.harnesses.streams.codex import CodexReader, Workdirs
 from otel_toolchain.harnesses.streams.opencode import OpenCodeReader
 from otel_toolchain.harnesses.streams.pi import PiReader
 
@@ -54,8 +54,11 @@ _READERS: dict[str, type[ClaudeCodeReader | CodexReader | OpenCodeReader | PiRea
 }
 
 
-def reader_for(name: str, strict: bool = False, *, source: str = "-") -> StreamReader:
+def reader_for(name: str, strict: bool = False, *, source: str = "-", workdirs: Workdirs | None = None) -> StreamReader:
     """A fresh stream reader for harness ``name``; ``strict`` raises StreamError on a bad line.
+
+    ``workdirs`` tells the Codex reader where each command ran (its stream does not say); the
+    other streams say it themselves, and their readers take no such argument.
 
     Raises:
         ValueError: ``name`` is not one of :data:`~otel_toolchain.harnesses.detect.HARNESSES`.
@@ -63,5 +66,7 @@ def reader_for(name: str, strict: bool = False, *, source: str = "-") -> StreamR
     reader = _READERS.get(name)
     if reader is None:
         raise ValueError(f"unknown harness {name!r}; valid: {', '.join(sorted(_READERS))}")
+    if reader is CodexReader:
+        return CodexReader(strict=strict, source=source, workdirs=workdirs)
     return reader(strict=strict, source=source)
 

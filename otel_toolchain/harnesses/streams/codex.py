@@ -19,20 +19,36 @@
   any other ``error`` is left to the ``turn.failed`` that confirms it.
 - **Usage:** ``turn.completed.usage``, as reported: cumulative over the thread in newer versions,
   so a resumed thread's first turn includes earlier turns. ``input_tokens`` includes cached input.
-- **Times:** none in the stream; durations are arrival-time differences. No model, no cwd
-  (unless an item carries ``cwd``).
+- **Times:** none in the stream; durations are arrival-time differences. No model, and no cwd:
+  an item carries none (a ``cwd`` field is taken if a version adds one). Given ``workdirs`` (a
+  follower of the thread's rollout, :mod:`otel_toolchain.harnesses.stores.codex_workdirs`), a
+  command's cwd is asked of it when the command starts, so the same command in two folders is
+  two calls.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from otel_toolchain.harnesses._base import BaseReader, opt_int, opt_str, req_str, text_of
 from otel_toolchain.harnesses.events import Event, Usage
 
-__all__ = ["CodexReader"]
+__all__ = ["CodexReader", "Workdirs"]
+
+
+
+class Workdirs(Protocol):
+    """Where a stream's commands run, learnt outside the stream (Codex's rollout)."""
+
+    def __call__(self, thread_id: str, command: str) -> str | None:
+        """The folder the thread's next command ``command`` runs in, or None if unknown."""
+        ...
+
+    def close(self) -> None:
+        """The stream has ended: let go of what was held to answer."""
+        ...
 
 _RECONNECTING = "Reconnecting..."
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
@@ -120,9 +136,12 @@ class CodexReader(BaseReader):
     harness = "codex"
     shell_tools = frozenset({"command_execution"})
 
-    def __init__(self, *, strict: bool = False, source: str = "-") -> None:
+    def __init__(self, *, strict: bool = False, source: str = "-", workdirs: Workdirs | None = None) -> None:
         super().__init__(strict=strict, source=source)
         self._retries = 0
+        self._workdirs = workdirs
+        self._where: dict[str, str | None] = {}
+        """The cwd of each open command, asked of ``workdirs`` when it started."""
         self._handlers = {
             "thread.started": self._on_thread_started,
             "turn.started": self._on_turn_started,
@@ -160,7 +179,10 @@ class CodexReader(BaseReader):
         describe = _DESCRIBE.get(_kind(item))
         if describe is not None:
             tool, arguments = describe(item)
-            self._start_call(out, req_str(item, "id"), tool, arguments, time_ns=now_ns, line_no=line_no)
+            call_id = req_str(item, "id")
+            if tool == "command_execution" and call_id not in self._calls:
+                self._where[call_id] = self._locate(arguments["command"])
+            self._start_call(out, call_id, tool, arguments, time_ns=now_ns, line_no=line_no)
 
     def _on_item_completed(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         item = obj["item"]
@@ -170,10 +192,30 @@ class CodexReader(BaseReader):
             return
         tool, arguments = describe(item)
         failed, error_type = _failure(item)
+        call_id = req_str(item, "id")
+        cwd = opt_str(item, "cwd")
+        if cwd is None and tool == "command_execution" and call_id not in self._calls:
+            cwd = self._locate(arguments["command"])  # completed without a start line
         self._finish_call(
-            out, req_str(item, "id"), _result(kind, item), failed=failed, error_type=error_type,
-            end_ns=now_ns, line_no=line_no, tool=tool, arguments=arguments, cwd=opt_str(item, "cwd"),
+            out, call_id, _result(kind, item), failed=failed, error_type=error_type,
+            end_ns=now_ns, line_no=line_no, tool=tool, arguments=arguments, cwd=cwd,
         )
+
+    def _finish_call(self, out: list[Event], call_id: str, result: str | None, **kwargs: Any) -> None:
+        where = self._where.pop(call_id, None)
+        if kwargs.get("cwd") is None:
+            kwargs["cwd"] = where
+        super()._finish_call(out, call_id, result, **kwargs)
+
+    def close(self, now_ns: int) -> list[Event]:
+        if self._workdirs is not None:
+            self._workdirs.close()
+        return super().close(now_ns)
+
+    def _locate(self, command: str) -> str | None:
+        if self._workdirs is None or self.session_id is None:
+            return None
+        return self._workdirs(self.session_id, command)
 
     def _on_error(self, obj: dict[str, Any], line_no: int, now_ns: int, out: list[Event]) -> None:
         message = req_str(obj, "message")

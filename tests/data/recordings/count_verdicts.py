@@ -10,6 +10,11 @@ it failed and its result, masked of volatile tokens (MASKS) when it failed; a su
 compared exactly. A chain stops at the first call that completes ``limit`` repetitions of a cycle
 of 1, 2 or 3 calls (``limit`` per period; ``poll_limit`` when every call of the cycle is a poll).
 The peers' rules are in PEERS. The script must not import otel_toolchain: it is the oracle.
+
+A Codex stream names no folder, so where its rollout was kept (``session``) the stream is read
+with it, as ``run`` and ``replay`` read it: each stream command gets the folder of the next rollout
+shell call running the same command (its ``workdir``, else the session's cwd) as a ``cwd``
+argument. ``without_rollout_*`` are the figures of the stream alone.
 """
 
 from __future__ import annotations
@@ -50,8 +55,6 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.M | re.
     (r"\b\d+(\.\d+)?\s?(ns|us|µs|ms|s|sec|secs|seconds|m|min)\b", "<DUR>"),
 ))
 BLIND_SPOTS = {
-    "codex/cd_dirs": "Codex's exec --json stream carries no workdir: the six `make check` calls in six "
-                     "directories read the same; its rollout has the workdir (session_early_stop)",
     "codex/justification_refused": "Codex refused every call before running it and its exec --json stream "
                                    "shows none; its rollout has all 40 (session_* numbers)",
 }
@@ -132,6 +135,43 @@ def codex_rollout_calls(lines: list[dict[str, Any]]) -> list[Call]:
             old = calls[item["call_id"]]
             calls[item["call_id"]] = Call(old.tool, old.args, out, not ok)
     return list(calls.values())
+
+
+def unwrapped(command: str) -> str:
+    """A Codex command without its ``bash -lc`` wrapper."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[0].split("/")[-1] in ("bash", "sh", "zsh") and words[1] in ("-c", "-lc"):
+        return words[2]
+    return command
+
+
+def codex_located(calls: list[Call], rollout: list[dict[str, Any]]) -> list[Call]:
+    """The stream's calls, each with the folder the rollout says it ran in (see the module docstring)."""
+    folders: list[tuple[str, str | None]] = []
+    cwd = None
+    for obj in rollout:
+        item = obj.get("payload") or {}
+        if obj.get("type") in ("session_meta", "turn_context"):
+            cwd = item.get("cwd") or cwd
+        elif obj.get("type") == "response_item" and item.get("type") == "function_call" and \
+                item.get("name") in ("exec_command", "shell"):
+            args = json.loads(item.get("arguments") or "{}")
+            command = args.get("cmd", args.get("command"))
+            text = shlex.join(command) if isinstance(command, list) else str(command)
+            folders.append((unwrapped(text), args.get("workdir") or cwd))
+    located = []
+    for call in calls:
+        command = unwrapped(call.args["command"])
+        at = next((n for n, (text, _) in enumerate(folders) if text == command), None)
+        folder = None
+        if at is not None:
+            folder = folders[at][1]
+            del folders[:at + 1]
+        located.append(Call(call.tool, {**call.args, "cwd": folder}, call.result, call.failed, call.ms))
+    return located
 
 
 def opencode_calls(lines: list[dict[str, Any]]) -> list[Call]:
@@ -374,9 +414,16 @@ def chains(cli: str, calls: list[Call]) -> dict[str, Any]:
 def verdict(key: str, entry: dict[str, Any]) -> dict[str, Any]:
     """The verdict table of one recording (manifest ``entry``)."""
     cli, scenario = entry["cli"], entry["scenario"]
-    calls = READERS[cli](read_jsonl(HERE / f"{key}.jsonl"))
+    calls = alone = READERS[cli](read_jsonl(HERE / f"{key}.jsonl"))
+    with_rollout = cli == "codex" and bool(entry.get("session"))
+    if with_rollout:
+        calls = codex_located(calls, read_jsonl(HERE / cli / entry["session"]))
     out: dict[str, Any] = {"file": f"{key}.jsonl", "cli": cli, "version": entry["version"], "scenario": scenario,
                            "verdict": entry["label"], **chains(cli, calls)}
+    if with_rollout:
+        figures = chains(cli, alone)
+        out["read_with_rollout"] = True
+        out.update({f"without_rollout_{k}": figures[k] for k in ("default_stop", "unordered_early_stop")})
     starts = (out["early_loop_start"], out["default_loop_start"], out["most_repeated_start"])
     out["loop_start"] = next((s for s in starts if s), 0) if entry["label"] == "wedged" else 0
     out["designed_loop_start"], out["designed_period"] = entry["designed_loop_start"], entry["designed_period"]
