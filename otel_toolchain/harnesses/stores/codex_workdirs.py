@@ -14,7 +14,9 @@ the rollout read alone.
 
 Matching is by order and command text: the n-th command the stream starts is the first rollout
 call not yet matched whose command (the ``bash -lc`` wrapper dropped, as both readers do) is the
-same. Calls Codex never ran (refused) are in the rollout only and are passed over. Where the
+same, among the calls of the rollout's latest turn (a ``codex exec resume`` appends a turn to the
+thread's rollout; one exec stream is that one turn). Calls Codex never ran (refused) are in the
+rollout only and are passed over. Where the
 rollout is missing (``--ephemeral``, another machine, an id that is no Codex thread id), the
 answer is None and the call reads as before: cwd unknown.
 """
@@ -41,7 +43,7 @@ __all__ = ["CodexHome", "RolloutWorkdirs"]
 _log = logging.getLogger("otel_toolchain")
 _THREAD_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
 _CALL_ITEMS = ('"function_call"', '"local_shell_call"', '"custom_tool_call"')
-_CONTEXT_ITEMS = ('"session_meta"', '"turn_context"')
+_CONTEXT_ITEMS = ('"session_meta"', '"turn_context"', '"task_started"', '"turn_started"')
 _CHUNK = 1 << 20
 _MAX_PENDING = 1024
 """Rollout calls kept unmatched at most (the oldest go first): calls the stream never shows."""
@@ -189,6 +191,9 @@ def _read_line(rollout: _Rollout, line: str) -> None:
         return
     if obj.get("type") in ("session_meta", "turn_context"):
         rollout.cwd = opt_str(payload, "cwd") or rollout.cwd
+        return
+    if obj.get("type") == "event_msg" and payload.get("type") in ("task_started", "turn_started"):
+        rollout.pending.clear()  # one exec is one turn: the calls of the turns before it are no candidates
         return
     if obj.get("type") != "response_item":
         return

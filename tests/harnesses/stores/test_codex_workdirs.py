@@ -105,6 +105,14 @@ def test_calls_match_in_order_and_a_call_without_workdir_runs_in_the_session_fol
     assert where(THREAD, "make check") is None  # no fourth call in the rollout
 
 
+def test_a_resumed_thread_matches_the_calls_of_its_latest_turn_only(tmp_path: Path) -> None:
+    """``codex exec resume`` appends a turn to the rollout: the earlier turn's `make` in `old` is no candidate."""
+    started = line("event_msg", {"type": "task_started", "turn_id": "t2"})
+    rollout_path(tmp_path, THREAD).write_text(
+        META + shell_call("make", "old") + started + shell_call("make", "new"))
+    assert follower(tmp_path)(THREAD, "make") == "new"
+
+
 def test_calls_codex_refused_are_in_the_rollout_only_and_passed_over(tmp_path: Path) -> None:
     rollout_path(tmp_path, THREAD).write_text(
         META + shell_call("rm -rf build", "a") + shell_call("rm -rf build", "b") + shell_call("make", "c"))
