@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from otel_toolchain._input.lines import MAX_LINE_BYTES, BadLineError, decode_line, open_binary
 from otel_toolchain.errors import StreamError
@@ -42,8 +42,9 @@ __all__ = ["CodexHome", "RolloutWorkdirs"]
 
 _log = logging.getLogger("otel_toolchain")
 _THREAD_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
-_CALL_ITEMS = ('"function_call"', '"local_shell_call"', '"custom_tool_call"')
-_CONTEXT_ITEMS = ('"session_meta"', '"turn_context"', '"task_started"', '"turn_started"')
+_WANTED = ('"function_call"', '"local_shell_call"', '"custom_tool_call"', '"session_meta"', '"turn_context"',
+           '"task_started"', '"turn_started"')
+"""What the lines this follower reads hold near their start (the others are not parsed)."""
 _CHUNK = 1 << 20
 _MAX_PENDING = 1024
 """Rollout calls kept unmatched at most (the oldest go first): calls the stream never shows."""
@@ -179,30 +180,29 @@ class RolloutWorkdirs:
 
 def _read_line(rollout: _Rollout, line: str) -> None:
     head = line[:200]
-    calls = any(kind in head for kind in _CALL_ITEMS)
-    if not calls and not any(kind in head for kind in _CONTEXT_ITEMS):
+    if not any(kind in head for kind in _WANTED):
         return  # most of a rollout: messages, reasoning, token counts, outputs
     try:
         obj = decode_line(line)
     except BadLineError:
         return
     payload = obj.get("payload") if isinstance(obj, dict) else None
-    if not isinstance(payload, dict):
-        return
-    if obj.get("type") in ("session_meta", "turn_context"):
+    if isinstance(payload, dict):
+        _take_line(rollout, obj.get("type"), payload)
+
+
+def _take_line(rollout: _Rollout, kind: object, payload: dict[str, Any]) -> None:
+    if kind in ("session_meta", "turn_context"):
         rollout.cwd = opt_str(payload, "cwd") or rollout.cwd
-        return
-    if obj.get("type") == "event_msg" and payload.get("type") in ("task_started", "turn_started"):
+    elif kind == "event_msg" and payload.get("type") in ("task_started", "turn_started"):
         rollout.pending.clear()  # one exec is one turn: the calls of the turns before it are no candidates
-        return
-    if obj.get("type") != "response_item":
-        return
-    try:
-        tool, arguments, workdir = describe(payload)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return
-    if tool == "command_execution" and isinstance(arguments, dict):
-        rollout.pending.append((str(arguments["command"]), workdir or rollout.cwd))
+    elif kind == "response_item":
+        try:
+            tool, arguments, workdir = describe(payload)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return
+        if tool == "command_execution" and isinstance(arguments, dict):
+            rollout.pending.append((str(arguments["command"]), workdir or rollout.cwd))
 
 
 def _take(pending: deque[tuple[str, str | None]], command: str) -> tuple[str | None] | None:
