@@ -5,9 +5,10 @@ The stream names no working directory: a ``command_execution`` item holds the co
 call repeated six times. Codex records the same thread in its rollout,
 ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``, and writes each call there
 (its ``function_call`` item, with ``workdir``) before the command starts: with Codex 0.171 the
-call is in the rollout by the time its ``item.started`` line reaches the stream (measured under
-``run``, every call of tests/data/recordings' scenarios). :class:`RolloutWorkdirs` follows that
-file and answers, for each command the stream starts, the folder it runs in: the call's
+call was in the rollout by the time its ``item.started`` line reached the stream (measured on the
+six calls of the ``cd_dirs`` scenario under the fake model; a bounded wait covers the rest).
+:class:`RolloutWorkdirs` follows that file and answers, for each command the stream starts, the
+folder it runs in: the call's
 ``workdir`` as the model gave it (relative folders stay relative, as the rollout reader keeps
 them), else the session's cwd. So a stream read with its rollout has the same call identities as
 the rollout read alone.
@@ -114,7 +115,7 @@ class RolloutWorkdirs:
                 self._catch_up(rollout)
             except (OSError, StreamError) as exc:
                 _log.warning("otel_toolchain: Codex rollout of thread %s: cannot read: %s", thread_id, exc)
-                self._rollout = None
+                self.close()  # _searched stays set: not looked for again in this thread
                 return None
             found = _take(rollout.pending, command)
             if found is not None:
