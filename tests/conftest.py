@@ -28,6 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 REQUIRE_SHARED_ENV = "OTEL_TOOLCHAIN_REQUIRE_SHARED"
 
+# A hook command run by a test would otherwise leave a warm hook server behind for ten minutes: tests
+# that want one (tests/hooks/test_warm_server.py, the live Claude Code test) switch it on and end it.
+os.environ.setdefault("OTEL_TOOLCHAIN_HOOK_SERVER", "off")
+
 
 def shared_problem() -> str | None:
     """Why the ``shared``-marked tests cannot run here, or None."""

@@ -47,3 +47,14 @@ def test_the_hook_imports_no_exporter_until_a_stop(tmp_path: object) -> None:
     env = {"OTEL_TOOLCHAIN_OUTPUT_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.strip() == "[]"
+
+
+def test_the_hook_client_imports_only_the_standard_library() -> None:
+    """A call answered by the warm hook server costs the interpreter's start and this module, nothing more."""
+    code = ("import sys\n"
+            "import otel_toolchain.cli.hook_client\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('otel_toolchain',) + "
+            f"{tuple(h.split('.')[0] for h in HEAVY)!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(["otel_toolchain", "otel_toolchain.cli", "otel_toolchain.cli.hook_client",
+                               "otel_toolchain.export", "otel_toolchain.export.paths"])

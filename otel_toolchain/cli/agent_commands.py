@@ -53,6 +53,8 @@ def hook_arguments(hook: argparse.ArgumentParser) -> None:
     """The arguments of ``otel-toolchain hook`` (here and in its own quick parser)."""
     hook.add_argument("agent", choices=("claude-code",))
     hook.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
+    hook.add_argument("--no-server", action="store_true",
+                      help="run every call in its own process, with no warm hook server in the background")
     hook.set_defaults(handler=_handler("hook", "_hook"))
 
 
@@ -88,4 +90,5 @@ def register(commands: Any, *, formatter: type[argparse.HelpFormatter] = argpars
     hooks.add_argument("--scope", choices=("project", "user"), default="project",
                        help="project: ./.claude/settings.json (default); user: ~/.claude/settings.json")
     hooks.add_argument("--manifest", help="the manifest the installed hook runs with")
+    hooks.add_argument("--no-server", action="store_true", help="install the hook with --no-server")
     hooks.set_defaults(handler=_handler("hook", "_hooks"))

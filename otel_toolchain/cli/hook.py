@@ -10,6 +10,7 @@ the trace whose id is the session id, as the run's ``[export]`` / ``OTEL_*`` set
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
@@ -20,10 +21,10 @@ from otel_toolchain import semconv
 from otel_toolchain._input.lines import decode_line
 from otel_toolchain.chain import stop_event_attributes
 from otel_toolchain.cli.agent_commands import HOOK_CODES, HOOK_DESCRIPTION, hook_arguments
+from otel_toolchain.cli.hook_client import NO_SERVER_FLAG, state_root
 from otel_toolchain.cli.options import common_options
 from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.errors import ToolchainError
-from otel_toolchain.export.settings import default_output_dir
 from otel_toolchain.hooks import settings
 from otel_toolchain.hooks.claude_code import answer_json, handle_event, trace_id_of
 from otel_toolchain.hooks.state import remove_stale
@@ -32,13 +33,7 @@ from otel_toolchain.signals import StopSignal
 
 __all__ = ["hook_command", "hook_main"]
 
-STATE_DIR_ENV = "OTEL_TOOLCHAIN_HOOK_STATE_DIR"
-
-
-def _state_root() -> Path:
-    configured = os.environ.get(STATE_DIR_ENV)
-    return Path(configured) if configured else default_output_dir(os.environ) / "claude-code-sessions"
-
+_log = logging.getLogger(__name__)
 
 def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
     from opentelemetry.trace import (  # noqa: PLC0415 (only on a stop)
@@ -76,7 +71,7 @@ def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
     if not isinstance(payload, dict):
         print("otel-toolchain hook: standard input is not a JSON object; the call was not checked", file=sys.stderr)
         return 1
-    root = _state_root()
+    root = state_root(os.environ)
     try:
         answer = handle_event(payload, manifest, root)
     except (ToolchainError, OSError) as exc:
@@ -92,11 +87,13 @@ def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
     return 0
 
 
-def hook_command(manifest: str | None) -> str:
+def hook_command(manifest: str | None, *, no_server: bool = False) -> str:
     """The command line settings.json gets: this installation's executable, absolute."""
     program = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0].endswith("otel-toolchain") else None
     base = [str(program)] if program is not None else [sys.executable, "-m", "otel_toolchain"]
     extra = ["--manifest", str(Path(manifest).resolve())] if manifest else []
+    if no_server:
+        extra.append(NO_SERVER_FLAG)
     return shlex.join([*base, "hook", "claude-code", *extra])
 
 
@@ -105,7 +102,7 @@ def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
     if args.action == "install":
         if args.manifest:
             Manifest.load(args.manifest)  # a bad manifest fails here, not on every call of the session
-        command = hook_command(args.manifest)
+        command = hook_command(args.manifest, no_server=args.no_server)
         settings.install(path, command)
         print(f"otel-toolchain: added the hook to {path} ({', '.join(settings.HOOK_EVENTS)}): {command}")
     elif settings.uninstall(path):
@@ -115,13 +112,18 @@ def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
     return 0
 
 
-def hook_main(argv: list[str]) -> int:
-    """``otel-toolchain hook …`` without the rest of the command line (it runs on every tool call)."""
+def hook_main(argv: list[str], *, server_pid: int | None = None) -> int:
+    """``otel-toolchain hook …`` without the rest of the command line (it runs on every tool call).
+
+    ``server_pid``: this process is the warm hook server's fork for one call (said at ``-v``).
+    """
     parser = argparse.ArgumentParser(prog="otel-toolchain hook", description=HOOK_DESCRIPTION, epilog=HOOK_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common_options()])
     hook_arguments(parser)
     args = parser.parse_args(argv)
     setup_logging(getattr(args, "verbosity", 0))
+    _log.debug(f"answered in a fork of the warm hook server (pid {server_pid})" if server_pid
+               else "answered in its own process")
     try:
         return _hook(args)
     except ToolchainError as exc:  # a bad manifest: said on stderr, the session goes on

@@ -11,7 +11,7 @@ from typing import Any
 
 __all__ = ["ExportSettings", "Pipeline", "build_pipeline", "default_output_dir", "read_otlp_json_lines"]
 
-_HOMES = {"ExportSettings": "settings", "default_output_dir": "settings", "Pipeline": "pipeline",
+_HOMES = {"ExportSettings": "settings", "default_output_dir": "paths", "Pipeline": "pipeline",
           "build_pipeline": "pipeline", "read_otlp_json_lines": "otlp_json"}
 
 

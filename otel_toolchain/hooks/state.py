@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -107,13 +108,20 @@ def remove_session(root: Path, session_id: str) -> None:
 
 
 def remove_stale(root: Path, now: float | None = None) -> int:
-    """Remove state of sessions untouched for :data:`STALE_S` (sessions killed before their end)."""
+    """Remove state of sessions untouched for :data:`STALE_S` (sessions killed before their end), and
+    the lock and log files of warm hook servers (in ``warm/``) that are gone and were last started as long ago.
+
+    Regular files only: a folder, link or socket in the state folder is left as it is.
+    """
     now = time.time() if now is None else now
     removed = 0
-    with contextlib.suppress(FileNotFoundError):
-        for path in root.iterdir():
-            with contextlib.suppress(FileNotFoundError):
-                if now - path.stat().st_mtime > STALE_S:
-                    path.unlink()
-                    removed += 1
+    for folder in (root, root / "warm"):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for path in folder.iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    info = path.lstat()
+                    live_server = folder != root and path.with_suffix(".sock").exists()
+                    if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_S and not live_server:
+                        path.unlink()
+                        removed += 1
     return removed

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from otel_toolchain.hooks import settings
 from otel_toolchain.hooks.claude_code import handle_event
-from otel_toolchain.hooks.state import MAX_CALLS, SessionState, locked_session
+from otel_toolchain.hooks.state import MAX_CALLS, STALE_S, SessionState, locked_session, remove_stale
 from otel_toolchain.manifest import Manifest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hooks" / "claude-code"
@@ -113,6 +114,21 @@ def test_state_is_bounded(tmp_path: Path) -> None:
     with locked_session(tmp_path, "big") as (state, _path):
         assert len(state.calls) == MAX_CALLS
     assert SessionState.from_json("{broken").calls == []
+
+
+def test_stale_state_is_removed_and_nothing_else(tmp_path: Path) -> None:
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    files = {name: tmp_path / name for name in ("old.json", "old.lock", "new.json")}
+    files |= {name: warm / name for name in ("gone.lock", "gone.log", "live.lock", "live.log", "live.sock")}
+    for path in files.values():
+        path.write_text("")
+    long_ago = time.time() - STALE_S - 60
+    for name in ("old.json", "old.lock", "gone.lock", "gone.log", "live.lock", "live.log", "live.sock"):
+        os.utime(files[name], (long_ago, long_ago))
+    os.utime(warm, (long_ago, long_ago))  # a folder, however old, is not state to remove
+    assert remove_stale(tmp_path) == 4
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["live.lock", "live.log", "live.sock", "new.json", "warm"]
 
 
 def test_bad_input_is_reported_and_checks_nothing(tmp_path: Path) -> None:

@@ -2,14 +2,21 @@
 
 Faked: only the Anthropic API (tests/clis/fake_models.py on 127.0.0.1), so the run is offline and
 the wedge is the same call every time. The hook is installed with the real ``hooks install`` into the
-run's project settings and runs as Claude Code runs it, once per event.
+run's project settings and runs as Claude Code runs it, once per event: through the warm hook server
+it starts (the default), and with ``--no-server`` (every call its own process). The test ends the
+server it started.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -29,26 +36,54 @@ def claude() -> None:
     assert not missing, f"run .ci/install-clis first: {missing}"
 
 
-@pytest.mark.parametrize("scenario", ["wedge", "healthy"])
-def test_claude_code_with_the_installed_hook(tmp_path: Path, claude: None, scenario: str) -> None:
+@pytest.mark.parametrize(("scenario", "warm"), [("wedge", True), ("healthy", True), ("wedge", False)],
+                         ids=["wedge", "healthy", "wedge-no-server"])
+def test_claude_code_with_the_installed_hook(tmp_path: Path, claude: None, scenario: str, warm: bool) -> None:
+    short = Path(tempfile.mkdtemp(prefix="othcc-", dir="/tmp"))  # room for the warm server's socket name
+    try:
+        run, seen = _guarded_run(tmp_path, short, scenario, warm)
+        out = short / "otel-toolchain"
+        results = [row for row in map(json.loads, run.lines) if row.get("type") == "result"]
+        assert len(results) == 1, run.lines[-3:]
+        if scenario == "wedge":
+            assert results[0]["terminal_reason"] == "hook_stopped"
+            assert seen == 24  # the 25th call's result never reached the model: the session ended on it
+            assert "tool_plugin.repeat_guard" in (out / "traces.jsonl").read_text()
+        else:
+            assert results[0]["terminal_reason"] == "completed"
+            assert seen == 5
+        assert run.returncode == 0
+        # SessionEnd removed the session's state
+        assert not any(p.suffix == ".json" for p in (out / "claude-code-sessions").iterdir())
+    finally:
+        servers = _end_servers(short)
+        shutil.rmtree(short, ignore_errors=True)
+    assert len(servers) == (1 if warm else 0)  # started by the first call, alive until the test ended it
+
+
+def _guarded_run(tmp_path: Path, state: Path, scenario: str, warm: bool) -> tuple[harness.GroupRun, int]:
     with fake_models.fake_model_server(scenario, delay=0.1, healthy_calls=5) as server:
         launch = harness.claude_launch(harness.cli_dir(), server, tmp_path, scenario)
-        subprocess.run([sys.executable, "-m", "otel_toolchain", "hooks", "install", "claude-code"], cwd=launch.cwd,
-                       check=True, capture_output=True, timeout=60)
+        install = ["hooks", "install", "claude-code", *([] if warm else ["--no-server"])]
+        subprocess.run([sys.executable, "-m", "otel_toolchain", *install], cwd=launch.cwd, check=True,
+                       capture_output=True, timeout=60)
         # OTEL_TOOLCHAIN_* variables set for Claude Code 2.1.332 did not reach its hooks (measured): the hook writes
         # where the embedded default does, under the run's XDG_STATE_HOME.
-        out = Path(launch.env["XDG_STATE_HOME"]) / "otel-toolchain"
+        launch.env["XDG_STATE_HOME"] = str(state)
         run = harness.run_group(launch, timeout=240)
         seen = max((r.tool_results for r in server.main_requests()), default=0)
-    results = [row for row in map(json.loads, run.lines) if row.get("type") == "result"]
-    assert len(results) == 1, run.lines[-3:]
-    if scenario == "wedge":
-        assert results[0]["terminal_reason"] == "hook_stopped"
-        assert seen == 24  # the 25th call's result never reached the model: the session ended on it
-        assert "tool_plugin.repeat_guard" in (out / "traces.jsonl").read_text()
-    else:
-        assert results[0]["terminal_reason"] == "completed"
-        assert seen == 5
-    assert run.returncode == 0
-    # SessionEnd removed the session's state
-    assert not any(p.suffix == ".json" for p in (out / "claude-code-sessions").iterdir())
+    return run, seen
+
+
+def _end_servers(state: Path) -> list[int]:
+    """End every warm hook server under ``state`` (SIGTERM, then waits); their pids, alive until then."""
+    pids = []
+    for pid_file in state.glob("otel-toolchain/claude-code-sessions/warm/*.pid"):
+        pid = int(pid_file.read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not pid_file.exists(), f"warm server {pid} did not end on SIGTERM"
+        pids.append(pid)
+    return pids
