@@ -63,6 +63,11 @@ class ServerPlace(NamedTuple):
     lock: Path
     pid: Path
 
+    @classmethod
+    def beside(cls, socket_path: Path) -> ServerPlace:
+        """The place whose socket is ``socket_path`` (``<key>.sock``; the lock and pid files sit beside it)."""
+        return cls(socket_path, socket_path.with_suffix(".lock"), socket_path.with_suffix(".pid"))
+
 
 def state_root(environ: Mapping[str, str]) -> Path:
     """The hook's state folder: ``OTEL_TOOLCHAIN_HOOK_STATE_DIR``, else beside the embedded default's files."""
@@ -98,7 +103,7 @@ def server_place(environ: Mapping[str, str]) -> ServerPlace | None:
         return None
     folder = state_root(environ) / "warm"
     key = _installation_digest(environ)
-    place = ServerPlace(folder / f"{key}.sock", folder / f"{key}.lock", folder / f"{key}.pid")
+    place = ServerPlace.beside(folder / f"{key}.sock")
     return place if len(os.fsencode(place.socket)) <= _MAX_SOCKET_PATH else None
 
 

@@ -90,7 +90,6 @@ def _run_call(request: dict[str, Any], fds: list[int]) -> int:
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in request["env"].items()})
     os.chdir(request["cwd"])
-    sys.argv = ["otel-toolchain", "hook", *map(str, request["argv"])]
     from otel_toolchain.cli.hook import hook_main  # noqa: PLC0415 (imported already by the warm-up)
 
     try:
@@ -123,8 +122,7 @@ def _child(request: dict[str, Any], fds: list[int], inherited: list[socket.socke
 class _Server:
     """The accept loop; children are reaped on SIGCHLD (a wake-up pipe in the selector)."""
 
-    def __init__(self, place: ServerPlace, idle_s: float) -> None:
-        self.place = place
+    def __init__(self, idle_s: float) -> None:
         self.idle_s = idle_s
         self.calls: dict[int, socket.socket] = {}  # child pid -> the client waiting for its exit code
         self.selector = selectors.DefaultSelector()
@@ -236,7 +234,7 @@ def serve(place: ServerPlace, idle_s: float) -> int:
     listener.setblocking(False)
     place.pid.write_text(f"{os.getpid()}\n", encoding="ascii")
     try:
-        _Server(place, idle_s).run(listener)
+        _Server(idle_s).run(listener)
     finally:
         for path in (place.socket, place.pid):
             with contextlib.suppress(FileNotFoundError):
@@ -247,9 +245,7 @@ def serve(place: ServerPlace, idle_s: float) -> int:
 
 
 def main(argv: list[str]) -> int:
-    socket_path = Path(argv[0])
-    stem = socket_path.with_suffix("")
-    place = ServerPlace(socket_path, stem.with_suffix(".lock"), stem.with_suffix(".pid"))
+    place = ServerPlace.beside(Path(argv[0]))
     try:
         idle_s = float(os.environ.get(IDLE_ENV, IDLE_S))
     except ValueError:
