@@ -41,6 +41,9 @@ SCENARIOS: dict[str, dict[str, tuple[str, int | None]]] = {
     "opencode": {"wedge": ("wedge", 32), "healthy": ("healthy", None), "failing": ("failing", 6)},
 }
 HEALTHY_CALLS = 5
+# OpenCode loses its last export batch at exit (tests/agents/README.md): its model's final answer waits
+# this long, ten times the export delay of 200 ms, so the last call's span is sent before OpenCode is told to finish.
+FINAL_ANSWER_DELAY_S = {"opencode": 2.0}
 #: Settings some scenarios add to the agent's usual telemetry settings.
 EXTRA_ENV = {("claude-code", "healthy-json-gzip"): {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
                                                     "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}}
@@ -152,7 +155,8 @@ def _model(agent: str, scenario: str, stack: ExitStack) -> Iterator[tuple[Any, C
         def seen() -> int:
             return max((count_tool_results(b) for b in server.snapshot()), default=0)
     else:
-        server = stack.enter_context(fake_models.fake_model_server(scenario, delay=0.1, healthy_calls=HEALTHY_CALLS))
+        server = stack.enter_context(fake_models.fake_model_server(
+            scenario, delay=0.1, healthy_calls=HEALTHY_CALLS, final_delay=FINAL_ANSWER_DELAY_S.get(agent, 0.0)))
 
         def seen() -> int:
             return max((r.tool_results for r in server.main_requests()), default=0)

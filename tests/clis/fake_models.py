@@ -13,7 +13,8 @@ client retries and parallel requests are harmless. The only state is the one-sho
 
 A request that does not offer the shell tool (a title or summary side request) gets a short text.
 Every answer waits ``delay`` seconds first, so an endless scenario makes a few calls per second
-rather than dozens.
+rather than dozens. The final text waits ``final_delay`` more: an agent that loses its last export
+batch at exit (OpenCode) has exported its last call's span by the time it is told to finish.
 
 Besides the built-in scenarios, every recording scenario of tests/clis/scenarios.py is served by
 name: its script reads a :class:`moves.Turn` built from the request (tool results so far, the shell
@@ -374,12 +375,13 @@ class FakeModelServer(ThreadingHTTPServer):
 
     def __init__(self, scenario: str = "wedge", *, delay: float = 0.1, healthy_calls: int = 3,
                  observer: Callable[[RecordedRequest], None] | None = None,
-                 scripts: Mapping[str, Script] | None = None) -> None:
+                 scripts: Mapping[str, Script] | None = None, final_delay: float = 0.0) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}")
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scenario = scenario
         self.delay = delay
+        self.final_delay = final_delay
         self.healthy_calls = healthy_calls
         self.observer = observer
         self.scripts = dict(scripts or {})
@@ -502,7 +504,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         body = _decode_body(self._read_body(), self.headers.get("Content-Encoding", ""))
         reply = self.server.answer(self.command, self.path, body)
-        time.sleep(self.server.delay)
+        time.sleep(self.server.delay + (self.server.final_delay if reply.answer == "text" else 0.0))
         self.close_connection = True
         try:
             self.send_response(reply.status)
@@ -522,9 +524,11 @@ class _Handler(BaseHTTPRequestHandler):
 @contextmanager
 def fake_model_server(scenario: str = "wedge", *, delay: float = 0.1, healthy_calls: int = 3,
                       observer: Callable[[RecordedRequest], None] | None = None,
-                      scripts: Mapping[str, Script] | None = None) -> Iterator[FakeModelServer]:
+                      scripts: Mapping[str, Script] | None = None,
+                      final_delay: float = 0.0) -> Iterator[FakeModelServer]:
     """Start a :class:`FakeModelServer` in a thread; always shut it down and close its socket."""
-    server = FakeModelServer(scenario, delay=delay, healthy_calls=healthy_calls, observer=observer, scripts=scripts)
+    server = FakeModelServer(scenario, delay=delay, healthy_calls=healthy_calls, observer=observer, scripts=scripts,
+                             final_delay=final_delay)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name=f"fake-model-{scenario}", daemon=True)
     thread.start()
