@@ -181,7 +181,9 @@ class Toolchain(SpanProcessor, TurnSink):
         if not call.has_content:
             self._content_notes.missing(turn, source, call.span_id)
         tags: dict[str, str] = {}
-        with turn.lock:
+        lock = turn.lock
+        lock.acquire()  # not ``with``: on CPython 3.11 the method calls cost half what the statement does
+        try:
             turn.calls += 1
             turn.tags = tags
             for name, on_tool in self._on_tool:
@@ -191,6 +193,8 @@ class Toolchain(SpanProcessor, TurnSink):
                     raise
                 except BaseException:  # noqa: BLE001 (the contract: nothing but KeyboardInterrupt reaches the agent)
                     self._failed(name, "on_tool")
+        finally:
+            lock.release()
         return tags
 
     def retry(self, turn: Turn, retry: Retry) -> None:

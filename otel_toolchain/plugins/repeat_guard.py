@@ -23,6 +23,7 @@ and ``(runs[p] + p) // p`` complete repetitions have been made. That is O(max_pe
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -99,22 +100,25 @@ class RepeatCounter:
     as ``analyze`` does.
     """
 
-    __slots__ = ("__weakref__", "best", "calls", "current", "identity", "keys", "marks", "max_period", "recent",
-                 "runs", "start_tokens", "starts")
+    __slots__ = ("__weakref__", "_zeros", "best", "calls", "current", "identity", "keys", "marks", "max_period",
+                 "recent", "results", "runs", "start_tokens", "starts")
 
     def __init__(self, max_period: int = 3, identity: Identity | None = None) -> None:
         self.max_period = max_period
         self.identity = identity or Identity()
         # Short lists trimmed by hand, not deques: an empty deque allocates a 64-slot block (about
-        # 760 bytes), and every open turn holds three of these (bench_memory).
+        # 760 bytes), and every open turn holds four of these (bench_memory).
         self.recent: list[ToolCall] = []
+        self.results: list[str | None] = []
+        """The results of ``recent``, to tell at once a call whose result is like none of theirs."""
         self.keys: list[IdentityKey | None] = []
         """The identities of ``recent``, where one was needed (None until then)."""
         self.runs = [0] * max_period
+        self._zeros = _zeros(max_period)
         self.starts = [0] * max_period
         """Per period, the start time (ns) of the first call of the current repeated block."""
         self.marks: list[int | None] = []
-        """The turn's tokens after each of the last calls (see ``add``'s ``tokens``)."""
+        """The turn's tokens after each of the last calls (see ``add``'s ``tokens``); empty while none are known."""
         self.start_tokens: list[int | None] = [None] * max_period
         """Per period, the turn's tokens before the first call of the current repeated block."""
         self.calls = 0
@@ -125,48 +129,73 @@ class RepeatCounter:
 
     def add(self, call: ToolCall, tokens: int | None = None) -> tuple[int, int]:
         """Count ``call``; ``tokens``: the turn's tokens so far, where known (for a stop's cost)."""
-        recent, runs = self.recent, self.runs
-        seen = len(recent)
+        recent, results, result = self.recent, self.results, call[2]
         self.calls += 1
+        key: IdentityKey | None = None
+        if call[3] or result in results:
+            best_period, best_repeats, key = self._compare(call)
+        else:  # the usual call: it did not fail and no kept call had its result, so it repeats none of them
+            best_period, best_repeats = 1, 1
+            self.runs[:] = self._zeros
+        recent.append(call)
+        results.append(result)
+        self.keys.append(key)
+        if len(recent) > self.max_period:
+            del recent[0], results[0], self.keys[0]
+        if tokens is not None or self.marks:  # while no tokens are known, every mark would be None
+            self._mark(tokens)
+        self.current = best_repeats
+        if best_repeats > self.best:  # noqa: PLR1730 (max() is a call on the hot path)
+            self.best = best_repeats
+        return best_period, best_repeats
+
+    def _compare(self, call: ToolCall) -> tuple[int, int, IdentityKey | None]:
+        """Compare ``call`` with each kept call, period by period: the best period, its repeats, ``call``'s
+        identity if one was built."""
+        recent, runs = self.recent, self.runs
         best_period, best_repeats = 1, 1
         tool, arguments, result, failed = call[0], call[1], call[2], call[3]
         key: IdentityKey | None = None
-        for index in range(seen if seen < self.max_period else self.max_period):
+        for index in range(len(recent)):
             earlier = recent[-1 - index]
             # Most calls differ from the calls before them in tool or result: tell them apart without
             # building identities; build one only where normalising could make two calls the same.
             if earlier[0] != tool:
                 runs[index] = 0
                 continue
-            if earlier[2] == result and earlier[1] == arguments and earlier[6] == call[6] and earlier[3] == failed:
+            same_result = earlier[2] == result  # compared once: results are the longest texts here
+            if same_result and earlier[1] == arguments and earlier[6] == call[6] and earlier[3] == failed:
                 match = arguments is not None or tool != UNKNOWN_TOOL  # a rebuilt call is never the same
-            elif earlier[2] != result and not (failed and earlier[3]):
+            elif not same_result and not (failed and earlier[3]):
                 match = False  # different results, not two failures: no mask can make them the same
             else:
                 if key is None:
                     key = self.identity.key(call)
                 match = same(self._key(index), key)
-            if match:
-                if runs[index] == 0:
-                    self.starts[index] = earlier[7]
-                    marks = self.marks  # the call before the block's first is index + 2 back (none: the turn start)
-                    self.start_tokens[index] = marks[-2 - index] if len(marks) >= index + 2 else None
-                runs[index] += 1
-                repeats = (runs[index] + index + 1) // (index + 1)
-                if repeats > best_repeats:  # strict: the shortest period wins a tie
-                    best_period, best_repeats = index + 1, repeats
-            else:
+            if not match:
                 runs[index] = 0
-        recent.append(call)
-        self.keys.append(key)
-        self.marks.append(tokens)
-        if seen == self.max_period:
-            del recent[0], self.keys[0]
-        del self.marks[:-1 - self.max_period]  # keep the last max_period + 1
-        self.current = best_repeats
-        if best_repeats > self.best:  # noqa: PLR1730 (max() is a call on the hot path)
-            self.best = best_repeats
-        return best_period, best_repeats
+                continue
+            if runs[index] == 0:
+                self._start_block(index, earlier[7])
+            runs[index] += 1
+            repeats = (runs[index] + index + 1) // (index + 1)
+            if repeats > best_repeats:  # strict: the shortest period wins a tie
+                best_period, best_repeats = index + 1, repeats
+        return best_period, best_repeats, key
+
+    def _start_block(self, index: int, start_ns: int) -> None:
+        """A repeated block of period ``index + 1`` starts: keep its start time and the tokens before it."""
+        self.starts[index] = start_ns
+        marks = self.marks  # the call before the block's first is index + 2 back (none: the turn start)
+        self.start_tokens[index] = marks[-2 - index] if len(marks) >= index + 2 else None
+
+    def _mark(self, tokens: int | None) -> None:
+        """Keep ``tokens`` as the mark of the call just added, and the last ``max_period + 1`` marks."""
+        marks = self.marks
+        if not marks:  # the first tokens known: the calls kept before them had none
+            marks.extend([None] * min(self.calls - 1, self.max_period + 1))
+        marks.append(tokens)
+        del marks[:-1 - self.max_period]
 
     def _key(self, back: int) -> IdentityKey:
         """The identity of the call ``back + 1`` places back, built on first use."""
@@ -189,6 +218,12 @@ class RepeatCounter:
 
     def cycle(self, period: int) -> list[ToolCall]:
         return list(self.recent)[-period:]
+
+
+@functools.cache
+def _zeros(max_period: int) -> tuple[int, ...]:
+    """``max_period`` zeros, one tuple shared by the counters of that period (resetting every run at once)."""
+    return (0,) * max_period
 
 
 def _spent(now: int | None, before: int | None) -> int | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -134,7 +136,7 @@ class TestConfig:
 
 
 # -- the oracle -------------------------------------------------------------------------------------
-def oracle(identities: list[tuple[str, str]], limit: int, max_period: int) -> tuple[int, int, int] | None:
+def oracle(identities: Sequence[Hashable], limit: int, max_period: int) -> tuple[int, int, int] | None:
     """Brute force: the first call at which the last k*p calls are k copies of one p-call block, k >= limit.
 
     Returns (at_call, period, repeats) with the shortest period that gets there first.
@@ -164,3 +166,24 @@ def test_agrees_with_brute_force_oracle(identities: list[tuple[str, str]], limit
     turn = run(RepeatGuard(limit=limit, max_period=max_period), calls)
     got = (turn.stops[0].at_call, turn.stops[0].period, turn.stops[0].repeats) if turn.stops else None
     assert got == oracle(identities, limit, max_period)
+
+
+# Failed results that the guard's identity makes the same (a masked duration; lines in another order),
+# as the oracle must see them; every other result is compared as it is.
+FAILED_ALIKE = {"took 1s": "took <dur>", "took 2s": "took <dur>", "x\ny": "x y", "y\nx": "x y"}
+whole_call_st = st.tuples(st.sampled_from(["Bash", "Read"]), st.sampled_from(["a", "b"]),
+                          st.sampled_from(["r", None, *FAILED_ALIKE]), st.booleans())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(whole_call_st, max_size=40), st.integers(1, 6), st.integers(1, 4))
+def test_agrees_with_the_oracle_when_results_and_failures_vary(
+        calls: list[tuple[str, str, str | None, bool]], limit: int, max_period: int) -> None:
+    """Results and failures count as much as tools and arguments: the guard's shortcut for a result it
+    has not kept (no comparison at all) stops exactly where comparing every call would."""
+    made = [make_tool_call(tool, {"x": arg}, result=result, failed=failed) for tool, arg, result, failed in calls]
+    turn = run(RepeatGuard(limit=limit, max_period=max_period), made)
+    got = (turn.stops[0].at_call, turn.stops[0].period, turn.stops[0].repeats) if turn.stops else None
+    seen = [(tool, arg, FAILED_ALIKE.get(result or "", result) if failed else result, failed)
+            for tool, arg, result, failed in calls]
+    assert got == oracle(seen, limit, max_period)
