@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.decoder
+import json.scanner
 import os
 import re
 from collections.abc import Mapping
@@ -78,6 +80,27 @@ def canonical_json(value: Any) -> str:
 
 
 _parsed: dict[str, Any] = {}
+_UNPARSED: Final = object()
+# The C scanner json.loads ends in, called directly: for a short text its Python layers (decode,
+# raw_decode, two white-space matches) cost as much as the scan.
+_scan: Final = json.scanner.make_scanner(json.decoder.JSONDecoder())
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, or ``text`` itself when it is not JSON. Never raises."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:  # no value starts at 0: white space first, or not JSON
+        pass
+    except (ValueError, RecursionError):  # json.loads would fail on the same value
+        return text
+    else:
+        if end == len(text):
+            return value
+    try:  # the exact rules where the text is more than one bare value: white space around it, extra data
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
 
 
 def parse_arguments(text: str | None) -> Any:
@@ -87,14 +110,10 @@ def parse_arguments(text: str | None) -> Any:
     """
     if text is None:
         return None
-    try:
-        return _parsed[text]
-    except KeyError:
-        pass
-    try:
-        value: Any = json.loads(text)
-    except (ValueError, RecursionError):
-        value = text
+    value: Any = _parsed.get(text, _UNPARSED)  # not [text] and KeyError: raising costs more than a new text's scan
+    if value is not _UNPARSED:
+        return value
+    value = _loads(text)
     if len(_parsed) >= _CACHE_LIMIT:
         _parsed.clear()
     _parsed[text] = value

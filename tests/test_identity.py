@@ -1,4 +1,5 @@
-"""Digests of call identities are keyed: stable under one key, unrelated under another."""
+"""Digests of call identities are keyed: stable under one key, unrelated under another. Argument text is
+parsed exactly as json.loads parses it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_toolchain.cli import main
-from otel_toolchain.identity import Digester, Identity
+from otel_toolchain.identity import Digester, Identity, parse_arguments
 from otel_toolchain.testing import make_tool_call
 
 WEDGE = str(REPO / "examples" / "streams" / "claude-code-wedge.jsonl")
@@ -66,3 +69,29 @@ def test_the_cli_digest_key_makes_digests_comparable_across_runs(
         found.append(cycle_digests(tmp_path / str(run)))
     capsys.readouterr()
     assert found[0] == found[1] != found[2]  # without a key, each chain draws its own
+
+
+def _json_or_text(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+JSON_PIECES = st.sampled_from(['{"a": 1}', "[1, 2]", '"x"', "null", "1e5", "-0", "NaN", " ", "\n", "\t", "{", "}",
+                               "[", "]", ",", ":", '"', "\\", "\x01", "tru", "12", "x", '{"a": 1, "a": 2}'])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(JSON_PIECES, max_size=8).map("".join), st.text(max_size=20)))
+def test_parsed_arguments_are_what_json_loads_gives_or_the_text(text: str) -> None:
+    """parse_arguments calls json's scanner directly; white space around a value, extra data, a value cut
+    short and text that is not JSON at all come out as json.loads has them (the text itself where it fails)."""
+    expected, got = _json_or_text(text), parse_arguments(text)
+    assert got == expected or (got != got and expected != expected), text  # NaN is not equal to itself
+    assert type(got) is type(expected)
+
+
+def test_deeply_nested_arguments_stay_text() -> None:
+    text = "[" * 100_000 + "]" * 100_000
+    assert parse_arguments(text) == text

@@ -197,7 +197,7 @@ def shell_command(arguments: object) -> _Command | None:
     """The command in a shell tool's arguments: ``command`` or ``cmd``, a string or an argv list."""
     if isinstance(arguments, str):
         return arguments
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):  # dict first: an ABC check costs more
         return None
     for key in COMMAND_KEYS:
         value = arguments.get(key)
