@@ -83,7 +83,7 @@ _parsed: dict[str, Any] = {}
 _UNPARSED: Final = object()
 # The C scanner json.loads ends in, called directly: for a short text its Python layers (decode,
 # raw_decode, two white-space matches) cost as much as the scan.
-_scan: Final = json.scanner.make_scanner(json.decoder.JSONDecoder())
+_scan: Final = json.scanner.make_scanner(json.decoder.JSONDecoder())  # type: ignore[arg-type]  # typeshed types the class as its own argument
 
 
 def _loads(text: str) -> Any:
