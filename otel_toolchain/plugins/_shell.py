@@ -90,16 +90,11 @@ def plain_commands(text: str) -> list[list[str]] | None:
     # the text between them; blanks are space, tab and carriage return, as the lexer has them
     # (str.split() would also split on characters a shell keeps inside a word, such as U+00A0).
     # String methods: a regular-expression split costs several times more.
-    if "\t" in text or "\r" in text:
-        text = text.replace("\t", " ").replace("\r", " ")
-    for segment in text.replace("|", ";").replace("&", ";").split(";"):
-        words = segment.split(" ")
-        if "" in words:  # blanks around the words, or two in a row
-            words = list(filter(None, words))  # filter: a comprehension is a function call in 3.11
-            if not words:
-                continue
-        first = words[0]
-        if first in _GRAMMAR_STARTS or ("=" in first and tables.ASSIGNMENT.match(first)):
+    for segment in text.replace("|", ";").replace("&", ";").replace("\t", " ").replace("\r", " ").split(";"):
+        words = list(filter(None, segment.split(" ")))  # filter: a comprehension is a function call in 3.11
+        if not words:
+            continue
+        if words[0] in _GRAMMAR_STARTS or ("=" in words[0] and tables.ASSIGNMENT.match(words[0])):
             return None
         commands.append(words)
     return commands
