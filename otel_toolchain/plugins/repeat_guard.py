@@ -18,7 +18,8 @@ shadow-only (counted and shown, sent to no listener), whatever the mode.
 
 Incrementally, per period p the guard counts how many calls in a row matched the call p places
 before them (``runs[p]``); the last ``runs[p] + p`` calls are then the same p-call block repeated,
-and ``(runs[p] + p) // p`` complete repetitions have been made. That is O(max_period) per call.
+and ``(runs[p] + p) // p`` complete repetitions have been made. That is O(max_period) per call, and
+no comparison at all for a call that did not fail and whose result none of the last calls had.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class RepeatCounter:
 
     ``add(call)`` returns the period with the most repetitions now and that count (the shortest
     period wins a tie). ``runs[p - 1]`` is how many calls in a row matched the call p places
-    before them; ``recent`` and ``keys`` hold the last ``max_period`` calls and their identities.
+    before them; ``recent``, ``results`` and ``keys`` hold the last ``max_period`` calls, their results
+    and their identities.
     Not thread-safe: one per turn (the chain serialises a turn's hooks). Usable without a chain,
     as ``analyze`` does.
     """
