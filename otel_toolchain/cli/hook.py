@@ -4,7 +4,10 @@ The hook reads one event as JSON on standard input and prints its answer (see
 :mod:`otel_toolchain.hooks.claude_code`); it exits 0 whatever the chain says. Bad input is reported
 on standard error with exit 1, which Claude Code records and otherwise ignores (a hook must never
 end a session by crashing). A stop is also exported as a span (``otel_toolchain.turn.stopped``) in
-the trace whose id is the session id, as the run's ``[export]`` / ``OTEL_*`` settings say.
+the trace whose id is the session id, as the run's ``[export]`` / ``OTEL_*`` settings say, and so
+is what the plugins report when a turn closes (``Stop`` or ``SessionEnd``): tool_stats' counts and
+its end-of-turn event, once per turn. A session killed before either event reports nothing (its
+state is removed as stale later).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from otel_toolchain import semconv
 from otel_toolchain._input.lines import decode_line
-from otel_toolchain.chain import stop_event_attributes
+from otel_toolchain.chain import Toolchain, stop_event_attributes
 from otel_toolchain.cli.agent_commands import HOOK_CODES, HOOK_DESCRIPTION, hook_arguments
 from otel_toolchain.cli.hook_client import NO_SERVER_FLAG, state_root
 from otel_toolchain.cli.options import common_options
@@ -60,6 +63,24 @@ def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
     pipeline.shutdown(timeout_s=3.0)
 
 
+class _Reports:
+    """The export for a closed turn's report, built only when a turn closes (most calls close none)."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+        self._pipeline: Any = None
+
+    def wire(self, chain: Toolchain) -> None:
+        from otel_toolchain.export.pipeline import build_pipeline  # noqa: PLC0415 (only when a turn closes)
+
+        self._pipeline = build_pipeline(self._manifest.export)
+        chain.install(meter_provider=self._pipeline.meter_provider, logger_provider=self._pipeline.logger_provider)
+
+    def flush(self) -> None:
+        if self._pipeline is not None:
+            self._pipeline.shutdown(timeout_s=3.0)
+
+
 def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
     manifest = Manifest.load(args.manifest) if args.manifest else Manifest.default()
     raw = sys.stdin.read()
@@ -72,11 +93,14 @@ def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
         print("otel-toolchain hook: standard input is not a JSON object; the call was not checked", file=sys.stderr)
         return 1
     root = state_root(os.environ)
+    reports = _Reports(manifest)
     try:
-        answer = handle_event(payload, manifest, root)
+        answer = handle_event(payload, manifest, root, reporting=reports.wire)
     except (ToolchainError, OSError) as exc:
         print(f"otel-toolchain hook: {exc}; the call was not checked", file=sys.stderr)
         return 1
+    finally:
+        reports.flush()  # after the session's lock is released: a slow Collector holds up no other call
     line = answer_json(answer)
     if line:
         print(line, flush=True)

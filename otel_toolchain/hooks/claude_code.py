@@ -5,7 +5,8 @@ Events (Claude Code 2.1.332, tests/data/hooks/README.md):
 - ``PostToolUse``: a finished call: ``tool_name``, ``tool_input``, ``tool_response``, ``tool_use_id``,
   ``duration_ms``. ``PostToolUseFailure`` comes instead for a failed call, with ``error``
   (``"Exit code 1\\n<stderr>"``): the failure and its text, which Claude Code's OTLP never sends.
-- ``Stop``: the model ended its turn: the turn is closed (plugins report) and the next call opens a new one.
+- ``Stop``: the model ended its turn: the turn is closed (plugins report, and only here is what they
+  report exported) and the next call opens a new one.
 - ``SessionEnd``: the turn is closed and the session's state removed.
 
 Each invocation is a fresh process: the turn's calls so far are kept in the session's state file
@@ -21,19 +22,20 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from otel_toolchain.calls import ToolCall
+from otel_toolchain.chain import Toolchain
 from otel_toolchain.errors import BadRequest
 from otel_toolchain.hooks.state import SessionState, locked_session
 from otel_toolchain.identity import canonical_json
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.signals import NudgeSignal, StopSignal
 
-__all__ = ["CALL_EVENTS", "HookAnswer", "call_of", "handle_event", "trace_id_of"]
+__all__ = ["CALL_EVENTS", "HookAnswer", "Reporting", "call_of", "handle_event", "trace_id_of"]
 
 CALL_EVENTS: Final = ("PostToolUse", "PostToolUseFailure")
 END_EVENTS: Final = ("Stop", "SessionEnd")
@@ -105,8 +107,20 @@ def _stop_answer(reason: str) -> dict[str, Any]:
     return {"continue": False, "stopReason": reason}
 
 
-def handle_event(payload: Mapping[str, Any], manifest: Manifest, state_root: Path) -> HookAnswer:
-    """Run one hook event through the session's chain; raises BadRequest on a payload without a session."""
+Reporting = Callable[[Toolchain], object]
+"""Wires the chain that closes a turn to telemetry (``chain.install(...)``) before its calls are replayed."""
+
+
+def handle_event(payload: Mapping[str, Any], manifest: Manifest, state_root: Path, *,
+                 reporting: Reporting | None = None) -> HookAnswer:
+    """Run one hook event through the session's chain; raises BadRequest on a payload without a session.
+
+    ``reporting`` is called only when an end event closes a turn that made calls, with the chain
+    that closes it, before the turn's calls are replayed through it: the one place where the
+    plugins' telemetry (tool_stats' counts and end-of-turn event) is exported, once per turn. The
+    chains that answer single calls are never wired, so nothing is counted twice. It runs under the
+    session's lock: it may build exporters but should not wait on them.
+    """
     session = payload.get("session_id")
     event = payload.get("hook_event_name")
     if not isinstance(session, str) or not session:
@@ -115,7 +129,7 @@ def handle_event(payload: Mapping[str, Any], manifest: Manifest, state_root: Pat
         return HookAnswer(None)  # an event this hook was not installed for: nothing to say
     with locked_session(state_root, session) as (state, _path):
         if event in END_EVENTS:
-            _close(state, manifest, session)
+            _close(state, manifest, session, reporting)
             state.ended = event == "SessionEnd"
             return HookAnswer(None)
         if state.stopped is not None:
@@ -123,8 +137,11 @@ def handle_event(payload: Mapping[str, Any], manifest: Manifest, state_root: Pat
         return _call(state, manifest, session, call_of(payload, time.time_ns()), str(event))
 
 
-def _replayed(state: SessionState, manifest: Manifest, session: str) -> tuple[Any, Any]:
+def _replayed(state: SessionState, manifest: Manifest, session: str,
+              reporting: Reporting | None = None) -> tuple[Any, Any]:
     chain = manifest.toolchain()
+    if reporting is not None:
+        reporting(chain)
     turn = chain.open_turn(trace_id_of(session), state.turns + 1, agent="claude-code")
     for row in state.calls:
         call = _from_row(row)
@@ -153,9 +170,9 @@ def _reason(stop: StopSignal) -> str:
     return f"otel-toolchain: stopped by {stop.plugin} at call {stop.at_call}: {stop.reason}"
 
 
-def _close(state: SessionState, manifest: Manifest, session: str) -> None:
+def _close(state: SessionState, manifest: Manifest, session: str, reporting: Reporting | None) -> None:
     if state.calls:
-        chain, turn = _replayed(state, manifest, session)
+        chain, turn = _replayed(state, manifest, session, reporting)
         chain.close_turn(turn)
     state.calls = []
     state.stopped = None

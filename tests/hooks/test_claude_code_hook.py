@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_exports import tool_stats_reports
 
+from otel_toolchain.chain import Toolchain
 from otel_toolchain.hooks import settings
-from otel_toolchain.hooks.claude_code import handle_event
+from otel_toolchain.hooks.claude_code import handle_event, trace_id_of
 from otel_toolchain.hooks.state import MAX_CALLS, STALE_S, SessionState, locked_session, remove_stale
 from otel_toolchain.manifest import Manifest
+from otel_toolchain.testing import Capture
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hooks" / "claude-code"
 
@@ -51,8 +54,11 @@ def test_a_wedged_session_is_stopped_at_the_25th_call_and_stays_stopped(tmp_path
     traces = (state / "out" / "traces.jsonl").read_text()
     assert '"traceId":"6423284a76e44823bdc8b024a6e70c82"' in traces  # the session id is the trace id
     assert "tool_plugin.repeat_guard" in traces
+    assert not (state / "out" / "logs.jsonl").exists()  # nothing reported before the turn closes
     end = _hook(payload("SessionEnd.failing.json"), state)
     assert end.returncode == 0 and end.stdout == ""
+    [report] = tool_stats_reports(state / "out" / "logs.jsonl")  # the calls after the stop were not kept
+    assert (report["calls"], report["tools"]["Bash"]["failed"], report["longest_fail_streak"]) == (25, 25, 25)
     assert sorted(p.name for p in state.iterdir()) == ["out"]  # the session's state is gone
 
 
@@ -95,6 +101,36 @@ def test_parallel_calls_of_one_session_are_all_counted(tmp_path: Path) -> None:
     assert [json.loads(a.stdout)["continue"] for a in answers if a.stdout] == [False]  # exactly one call was the 25th
     with locked_session(tmp_path, wedge["session_id"]) as (state, _path):
         assert len(state.calls) == 25
+
+
+def test_a_closed_turn_reports_once_and_only_through_the_wiring(tmp_path: Path) -> None:
+    manifest, capture, wired = Manifest.default(), Capture(), []
+
+    def reporting(chain: Toolchain) -> None:
+        wired.append(chain)
+        chain.install(meter_provider=capture.meter_provider, logger_provider=capture.logger_provider)
+
+    base = payload("PostToolUse.healthy.json")  # duration_ms 39
+    for n in range(3):
+        event = base | {"tool_use_id": f"t{n}", "tool_response": base["tool_response"] | {"stdout": str(n)}}
+        assert handle_event(event, manifest, tmp_path, reporting=reporting).output is None
+    assert wired == []  # a call closes no turn: nothing is wired, nothing counted
+    assert handle_event(payload("Stop.healthy.json"), manifest, tmp_path, reporting=reporting).output is None
+    assert handle_event(payload("SessionEnd.healthy.json"), manifest, tmp_path, reporting=reporting).output is None
+    assert len(wired) == 1  # the SessionEnd after the Stop closed a turn without calls: no second report
+    assert capture.events() == [{
+        "event_name": "otel_toolchain.tool_stats",
+        "body": {"calls": 3, "retries": 0, "longest_fail_streak": 0,
+                 "tools": {"Bash": {"calls": 3, "failed": 0, "ms": 117}}, "classes": {"read": 3}},
+        "trace_id": trace_id_of(base["session_id"]), "span_id": 1,  # the session's first turn
+        "attributes": {"otel_toolchain.plugin": "tool_stats"},
+    }]
+    assert capture.metrics()["otel_toolchain.tool.calls"] == [{
+        "attributes": {"gen_ai.tool.name": "Bash", "otel_toolchain.tool.class": "read",
+                       "otel_toolchain.tool.failed": "false"},
+        "value": 3,
+    }]
+    capture.shutdown()
 
 
 def test_sessions_do_not_share_state(tmp_path: Path) -> None:

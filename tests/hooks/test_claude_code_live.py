@@ -26,6 +26,7 @@ sys.path[:0] = [str(REPO / "tests" / "clis")]
 
 import fake_models  # noqa: E402
 import harness  # noqa: E402
+from hook_exports import tool_stats_reports  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -45,13 +46,16 @@ def test_claude_code_with_the_installed_hook(tmp_path: Path, claude: None, scena
         out = short / "otel-toolchain"
         results = [row for row in map(json.loads, run.lines) if row.get("type") == "result"]
         assert len(results) == 1, run.lines[-3:]
+        reports = tool_stats_reports(out / "logs.jsonl")  # exported when the turn closed (SessionEnd, Stop)
         if scenario == "wedge":
             assert results[0]["terminal_reason"] == "hook_stopped"
             assert seen == 24  # the 25th call's result never reached the model: the session ended on it
             assert "tool_plugin.repeat_guard" in (out / "traces.jsonl").read_text()
+            assert [(r["calls"], r["tools"]["Bash"]["calls"]) for r in reports] == [(25, 25)]
         else:
             assert results[0]["terminal_reason"] == "completed"
             assert seen == 5
+            assert [(r["calls"], r["tools"]["Bash"]["calls"], r["retries"]) for r in reports] == [(5, 5, 0)]
         assert run.returncode == 0
         # SessionEnd removed the session's state
         assert not any(p.suffix == ".json" for p in (out / "claude-code-sessions").iterdir())
