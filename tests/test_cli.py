@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -357,3 +359,27 @@ def test_check_and_plugins_in_text_and_json(tmp_path: Path) -> None:
             "distribution": "otel-toolchain"} in listed
     assert "repeat_guard\totel_toolchain.plugins.repeat_guard:RepeatGuard\t(otel-toolchain)" in cli(
         tmp_path, "plugins").stdout.splitlines()
+
+
+def test_replay_draws_its_progress_bar_on_a_terminal_and_nowhere_else(tmp_path: Path) -> None:
+    files = [WEDGE, HEALTHY, CYCLE2, "tests/data/recordings/claude/cd_dirs.jsonl"]  # four files: enough for a bar
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "otel_toolchain", "replay", "-q", *files], cwd=REPO,
+                              env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=follower, timeout=120, check=False)
+        os.close(follower)
+        drawn = b""
+        while select.select([leader], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all of it was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 75  # the wedge was stopped
+    assert b"\rreplay [" in drawn and b" file 1/4" in drawn  # the first file's first line draws at once
+    assert drawn.endswith(b"\r")  # and the line is cleared at the end
+    assert "replay [" not in cli(tmp_path, "replay", "-q", *files).stderr  # a pipe gets no bar

@@ -20,7 +20,7 @@ from otel_toolchain.analyze.stats import Aggregate
 from otel_toolchain.analyze.suggest import PeriodSuggestion, Separation, separate, suggest_periods
 from otel_toolchain.errors import StreamError, ToolchainError
 from otel_toolchain.harnesses.detect import STORE
-from otel_toolchain.harnesses.runs import expand, runs_in
+from otel_toolchain.harnesses.runs import expand, runs_in, size_of
 from otel_toolchain.harnesses.stores import discover
 from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.stores.discover import CLAUDE_RETENTION_DAYS, claude_retention_note
@@ -124,7 +124,7 @@ class _Reader:
             self.errors.append(f"{path}: not a readable OTLP JSON traces file: {exc}")
             return
         if progress is not None:
-            progress(_size(path))
+            progress(size_of(path))
         meter.bad_lines += len(bad_lines)  # one broken line loses only itself, as in the other readers
         self.count(meter, figures, RunLabeller(self.labels))
         self.aggregate.inputs["otlp traces"] += 1
@@ -135,13 +135,6 @@ class _Reader:
         except OSError:
             return
         self.claude_oldest = mtime if self.claude_oldest is None else min(self.claude_oldest, mtime)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _sort(files: Iterable[Path], errors: list[str]) -> tuple[list[Path], list[Path]]:

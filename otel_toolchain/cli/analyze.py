@@ -100,10 +100,10 @@ def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
     labels = Labels.load(args.labels) if args.labels else None
     bars: list[Progress] = []
 
-    def progress(paths: list[Path]) -> Progress | None:
-        bar = Progress.maybe(paths, sys.stderr)
+    def progress(paths: list[Path]) -> Callable[[int], None] | None:
+        bar = Progress.maybe(paths, sys.stderr, "analyze")
         bars.extend([bar] if bar is not None else [])
-        return bar
+        return bar.advance if bar is not None else None
 
     try:
         codex_home = CodexHome.from_environ(ctx.environ if ctx is not None else os.environ, Path.home())

@@ -16,7 +16,8 @@ from otel_toolchain._terminal import terminal_safe
 from otel_toolchain.chain import Toolchain
 from otel_toolchain.cli import codes
 from otel_toolchain.cli.output import Out, note, screen_for, warn
-from otel_toolchain.cli.replay import Progress, format_outcome, replay_path
+from otel_toolchain.cli.progress import Progress
+from otel_toolchain.cli.replay import format_outcome, replay_path
 from otel_toolchain.cli.show import turns_from_otlp_file
 from otel_toolchain.cli.tree import Screen, print_trees
 from otel_toolchain.errors import CannotRun, StreamError
@@ -122,7 +123,7 @@ def _trees(outcomes: Sequence[TurnOutcome], stream: TextIO, screen: Screen, out:
 def replay(args: argparse.Namespace, ctx: Context) -> int:
     manifest = load_manifest(args.manifest)
     pipeline, _chain, recorder = start_telemetry(manifest, ctx)
-    progress = Progress.maybe(args.files, sys.stderr)
+    progress = Progress.maybe([Path(path) for path in args.files], sys.stderr, "replay")
     code = codes.OK
     replayed: list[TurnOutcome] = []
     try:

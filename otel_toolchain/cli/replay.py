@@ -11,22 +11,22 @@ import logging
 import sqlite3
 import sys
 import textwrap
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from otel_toolchain._terminal import terminal_safe
+from otel_toolchain.cli.progress import Progress
 from otel_toolchain.errors import StreamError
 from otel_toolchain.harnesses.opener import open_lines
-from otel_toolchain.harnesses.runs import Run, expand, runs_in
+from otel_toolchain.harnesses.runs import Run, runs_in
 from otel_toolchain.harnesses.stores import MissingExtra
 from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.writer import SpanWriter, TurnOutcome
 from otel_toolchain.outcome import cycle_text
 from otel_toolchain.recorder import AgentRecorder
 
-__all__ = ["Progress", "format_outcome", "replay_lines", "replay_path"]
+__all__ = ["format_outcome", "replay_lines", "replay_path"]
 
 _log = logging.getLogger("otel_toolchain")
 
@@ -91,49 +91,6 @@ def _replay_run(run: Run, recorder: AgentRecorder, progress: Progress | None) ->
     for event in opened.events:
         writer.handle(event)
     return writer.close()
-
-
-class Progress:
-    """A one-line progress bar on a terminal's standard error; silent elsewhere."""
-
-    def __init__(self, paths: list[str], out: IO[str]) -> None:
-        self._total = sum(_size(p) for p in expand(p for p in paths if p != "-"))
-        self._files = len(paths)
-        self._done_bytes = 0
-        self._file_no = 0
-        self._out = out
-        self._last = 0.0
-
-    @classmethod
-    def maybe(cls, paths: list[str], out: IO[str]) -> Progress | None:
-        if not out.isatty():
-            return None
-        progress = cls(paths, out)
-        return progress if progress._files > 3 or progress._total > 2_000_000 else None
-
-    def next_file(self) -> None:
-        self._file_no += 1
-
-    def advance(self, size: int) -> None:
-        self._done_bytes += size
-        now = time.monotonic()
-        if now - self._last >= 0.1:
-            self._last = now
-            share = self._done_bytes / self._total if self._total else 0.0
-            bar = "#" * int(share * 30)
-            self._out.write(f"\rreplay [{bar:<30}] {share:4.0%}  file {self._file_no}/{self._files}")
-            self._out.flush()
-
-    def finish(self) -> None:
-        self._out.write("\r" + " " * 70 + "\r")
-        self._out.flush()
-
-
-def _size(path: Path) -> int:
-    try:
-        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
-    except OSError:
-        return 0
 
 
 def format_outcome(outcome: TurnOutcome, width: int | None = None) -> str:

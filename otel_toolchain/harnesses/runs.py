@@ -26,7 +26,7 @@ from otel_toolchain.harnesses.opener import Opened, open_lines
 from otel_toolchain.harnesses.stores.codex_workdirs import CodexHome
 from otel_toolchain.harnesses.stores.opencode import Session, db_sessions, is_sqlite, is_storage_root, storage_sessions
 
-__all__ = ["Opened", "Run", "expand", "runs_in"]
+__all__ = ["Opened", "Run", "expand", "runs_in", "size_of"]
 
 _SIDECARS = frozenset({"history.jsonl", "session_index.jsonl", "journal.jsonl"})
 _UUID_FILE = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$")
@@ -137,11 +137,14 @@ def _file_run(path: Path, harness: str, strict: bool, parents: _Parents, *, call
                             codex_home=codex_home)
         return opened if opened is not None else Opened("unknown" if harness == "auto" else harness, STREAM, iter(()))
 
-    return Run(source, _size(path), opener)
+    return Run(source, size_of(path), opener)
 
 
-def _size(path: Path) -> int:
+def size_of(path: Path) -> int:
+    """A file's size, or the sum of a folder's files; 0 for what cannot be read (for progress bars)."""
     try:
+        if path.is_dir():
+            return sum(child.stat().st_size for child in path.rglob("*") if child.is_file())
         return path.stat().st_size
     except OSError:
         return 0

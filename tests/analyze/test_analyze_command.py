@@ -107,11 +107,11 @@ def test_the_progress_bar_draws_only_on_a_terminal(tmp_path: Path) -> None:
             return True
 
     paths = write_corpus(tmp_path)
-    assert Progress.maybe(list(paths.values()), io.StringIO()) is None
+    assert Progress.maybe(list(paths.values()), io.StringIO(), "analyze") is None
     terminal = Terminal()
-    bar = Progress.maybe(list(paths.values()), terminal)
+    bar = Progress.maybe(list(paths.values()), terminal, "analyze")
     assert bar is not None
-    bar(bar.total // 2)
+    bar.advance(bar.total // 2)
     bar.finish()
     assert "\ranalyze [##############" in terminal.getvalue() and "% of 6 files" in terminal.getvalue()
     assert terminal.getvalue().endswith("\r")
