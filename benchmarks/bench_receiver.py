@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO / "tests" / "receiver"))
 
 from recorded import Body, bodies  # noqa: E402
 
-from otel_toolchain.hooks.claude_code import handle_event  # noqa: E402
+from otel_toolchain.hooks.claude_code import READER  # noqa: E402
+from otel_toolchain.hooks.session import handle_event  # noqa: E402
 from otel_toolchain.manifest import Manifest  # noqa: E402
 from otel_toolchain.receiver.core import Receiver  # noqa: E402
 from otel_toolchain.receiver.decode import decode_body  # noqa: E402
@@ -211,7 +212,7 @@ def main() -> None:
                 warm.append(_hook_process(state, json.dumps(event | {"session_id": "warm"})))
                 cold.append(_hook_process(state, json.dumps(event | {"session_id": "cold"}), "--no-server"))
                 t = time.perf_counter()
-                handle_event(event | {"session_id": "in-process"}, manifest, state)
+                handle_event(event | {"session_id": "in-process"}, READER, manifest, state)
                 inproc.append(time.perf_counter() - t)
         finally:
             os.kill(server, signal.SIGTERM)

@@ -184,7 +184,7 @@ def test_the_hooks_help_is_its_own_not_a_module_docstring(tmp_path: Path) -> Non
         done = cli(tmp_path, *argv)
         assert done.returncode == 0 and "``" not in done.stdout and "hooks install" not in done.stdout
         assert done.stdout.startswith("usage: otel-toolchain hook [-h] [-q] [-v] [--manifest MANIFEST] [--no-server]\n"
-                                      "                           {claude-code}")
+                                      "                           {claude-code,opencode,pi}")
         assert "exit codes:\n  0    the event was answered" in done.stdout
 
 

@@ -16,7 +16,10 @@ from typing import Any, Final
 
 from otel_toolchain.cli.options import non_negative
 
-__all__ = ["HOOK_CODES", "HOOK_DESCRIPTION", "hook_arguments", "parse_address", "register"]
+__all__ = ["HOOKED_AGENTS", "HOOK_CODES", "HOOK_DESCRIPTION", "hook_arguments", "parse_address", "register"]
+
+HOOKED_AGENTS: Final = ("claude-code", "opencode", "pi")
+"""Claude Code through its own hooks; OpenCode and Pi through the bridge file ``hooks install`` writes."""
 
 HOOK_DESCRIPTION: Final = textwrap.fill(
     "The chain as a coding agent's hook command: read one hook event as JSON on standard input, run the chain on "
@@ -51,7 +54,7 @@ def _handler(module: str, name: str) -> Callable[..., int]:
 
 def hook_arguments(hook: argparse.ArgumentParser) -> None:
     """The arguments of ``otel-toolchain hook`` (here and in its own quick parser)."""
-    hook.add_argument("agent", choices=("claude-code",))
+    hook.add_argument("agent", choices=HOOKED_AGENTS)
     hook.add_argument("--manifest", help="the pack's TOML manifest (default: the default chain)")
     hook.add_argument("--no-server", action="store_true",
                       help="run every call in its own process, with no warm hook server in the background")
@@ -86,9 +89,10 @@ def register(commands: Any, *, formatter: type[argparse.HelpFormatter] = argpars
                                 description=textwrap.fill("Add otel-toolchain's hook to an agent's settings file, "
                                                           "or remove exactly the entries it added.", 78), **common)
     hooks.add_argument("action", choices=("install", "uninstall"))
-    hooks.add_argument("agent", choices=("claude-code",))
+    hooks.add_argument("agent", choices=HOOKED_AGENTS)
     hooks.add_argument("--scope", choices=("project", "user"), default="project",
-                       help="project: ./.claude/settings.json (default); user: ~/.claude/settings.json")
+                       help="project (default): ./.claude/settings.json, ./.opencode/plugin/, ./.pi/extensions/; "
+                       "user: ~/.claude/settings.json, ~/.config/opencode/plugin/, ~/.pi/agent/extensions/")
     hooks.add_argument("--manifest", help="the manifest the installed hook runs with")
     hooks.add_argument("--no-server", action="store_true", help="install the hook with --no-server")
     hooks.set_defaults(handler=_handler("hook", "_hooks"))

@@ -1,10 +1,11 @@
-"""``otel-toolchain hook claude-code`` (the hook command) and ``otel-toolchain hooks install|uninstall``.
+"""``otel-toolchain hook AGENT`` (the hook command) and ``otel-toolchain hooks install|uninstall AGENT``.
 
 The hook reads one event as JSON on standard input and prints its answer (see
-:mod:`otel_toolchain.hooks.claude_code`); it exits 0 whatever the chain says. Bad input is reported
-on standard error with exit 1, which Claude Code records and otherwise ignores (a hook must never
+:mod:`otel_toolchain.hooks.session`; Claude Code's events as the CLI sends them, OpenCode's and
+Pi's as our bridge files hand them over); it exits 0 whatever the chain says. Bad input is reported
+on standard error with exit 1, which the agent records and otherwise ignores (a hook must never
 end a session by crashing). A stop is also exported as a span (``otel_toolchain.turn.stopped``) in
-the trace whose id is the session id, as the run's ``[export]`` / ``OTEL_*`` settings say, and so
+the trace whose id is the session's, as the run's ``[export]`` / ``OTEL_*`` settings say, and so
 is what the plugins report when a turn closes (``Stop`` or ``SessionEnd``): tool_stats' counts and
 its end-of-turn event, once per turn. A session killed before either event reports nothing (its
 state is removed as stale later).
@@ -28,8 +29,8 @@ from otel_toolchain.cli.hook_client import NO_SERVER_FLAG, state_root
 from otel_toolchain.cli.options import common_options
 from otel_toolchain.cli.output import setup_logging
 from otel_toolchain.errors import ToolchainError
-from otel_toolchain.hooks import settings
-from otel_toolchain.hooks.claude_code import answer_json, handle_event, trace_id_of
+from otel_toolchain.hooks import bridges, claude_code, opencode, pi, settings
+from otel_toolchain.hooks.session import HookReader, answer_json, handle_event
 from otel_toolchain.hooks.state import remove_stale
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.signals import StopSignal
@@ -37,8 +38,9 @@ from otel_toolchain.signals import StopSignal
 __all__ = ["hook_command", "hook_main"]
 
 _log = logging.getLogger(__name__)
+_READERS: dict[str, HookReader] = {reader.agent: reader for reader in (claude_code.READER, opencode.READER, pi.READER)}
 
-def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
+def _export_stop(manifest: Manifest, stop: StopSignal, agent: str, session: str) -> None:
     from opentelemetry.trace import (  # noqa: PLC0415 (only on a stop)
         NonRecordingSpan,
         SpanContext,
@@ -51,11 +53,10 @@ def _export_stop(manifest: Manifest, stop: StopSignal, session: str) -> None:
     from otel_toolchain.export.pipeline import build_pipeline  # noqa: PLC0415 (only on a stop)
 
     pipeline = build_pipeline(manifest.export)
-    parent = SpanContext(trace_id_of(session), stop.span_id or 1, is_remote=True,
-                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    parent = SpanContext(stop.trace_id, stop.span_id or 1, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
     span = pipeline.tracer_provider.get_tracer("otel_toolchain.hook").start_span(
         semconv.STOP_MARK_SPAN, context=set_span_in_context(NonRecordingSpan(parent)),
-        attributes={semconv.HARNESS: "claude-code", semconv.GEN_AI_CONVERSATION_ID: session})
+        attributes={semconv.HARNESS: agent, semconv.GEN_AI_CONVERSATION_ID: session})
     span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_PLUGIN_PREFIX + stop.plugin)
     span.add_event(semconv.STOP_EVENT, stop_event_attributes(stop))
     span.set_status(Status(StatusCode.ERROR, stop.reason))
@@ -93,9 +94,10 @@ def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
         print("otel-toolchain hook: standard input is not a JSON object; the call was not checked", file=sys.stderr)
         return 1
     root = state_root(os.environ)
+    reader = _READERS[args.agent]
     reports = _Reports(manifest)
     try:
-        answer = handle_event(payload, manifest, root, reporting=reports.wire)
+        answer = handle_event(payload, reader, manifest, root, reporting=reports.wire)
     except (ToolchainError, OSError) as exc:
         print(f"otel-toolchain hook: {exc}; the call was not checked", file=sys.stderr)
         return 1
@@ -105,27 +107,34 @@ def _hook(args: argparse.Namespace, _ctx: object = None) -> int:
     if line:
         print(line, flush=True)
     if answer.stop is not None:
-        _export_stop(manifest, answer.stop, str(payload["session_id"]))
-    if payload.get("hook_event_name") == "SessionEnd":
-        remove_stale(root)
+        _export_stop(manifest, answer.stop, reader.agent, answer.session)
+    if answer.closed:
+        remove_stale(root)  # sessions killed before their end leave state behind: a closing turn sweeps it
     return 0
 
 
-def hook_command(manifest: str | None, *, no_server: bool = False) -> str:
-    """The command line settings.json gets: this installation's executable, absolute."""
+def hook_argv(agent: str, manifest: str | None, *, no_server: bool = False) -> list[str]:
+    """The hook's command line for ``agent``, as installed: this installation's executable, absolute."""
     program = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0].endswith("otel-toolchain") else None
     base = [str(program)] if program is not None else [sys.executable, "-m", "otel_toolchain"]
     extra = ["--manifest", str(Path(manifest).resolve())] if manifest else []
     if no_server:
         extra.append(NO_SERVER_FLAG)
-    return shlex.join([*base, "hook", "claude-code", *extra])
+    return [*base, "hook", agent, *extra]
+
+
+def hook_command(manifest: str | None, *, no_server: bool = False) -> str:
+    """The command line Claude Code's settings.json gets."""
+    return shlex.join(hook_argv("claude-code", manifest, no_server=no_server))
 
 
 def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
+    if args.action == "install" and args.manifest:
+        Manifest.load(args.manifest)  # a bad manifest fails here, not on every call of the session
+    if args.agent in bridges.BRIDGED:
+        return _bridge(args)
     path = settings.settings_path(args.scope, Path.cwd(), Path.home(), os.environ.get("CLAUDE_CONFIG_DIR"))
     if args.action == "install":
-        if args.manifest:
-            Manifest.load(args.manifest)  # a bad manifest fails here, not on every call of the session
         command = hook_command(args.manifest, no_server=args.no_server)
         settings.install(path, command)
         print(f"otel-toolchain: added the hook to {path} ({', '.join(settings.HOOK_EVENTS)}): {command}")
@@ -133,6 +142,19 @@ def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
         print(f"otel-toolchain: removed the hook from {path}")
     else:
         print(f"otel-toolchain: no otel-toolchain hook in {path}")
+    return 0
+
+
+def _bridge(args: argparse.Namespace) -> int:
+    path = bridges.bridge_path(args.agent, args.scope, Path.cwd(), Path.home(), os.environ)
+    if args.action == "install":
+        command = hook_argv(args.agent, args.manifest, no_server=args.no_server)
+        bridges.install(args.agent, path, command)
+        print(f"otel-toolchain: wrote the {args.agent} bridge {path}: {shlex.join(command)}")
+    elif bridges.uninstall(args.agent, path):
+        print(f"otel-toolchain: removed the {args.agent} bridge {path}")
+    else:
+        print(f"otel-toolchain: no otel-toolchain bridge at {path}")
     return 0
 
 

@@ -72,7 +72,7 @@ class ServerPlace(NamedTuple):
 def state_root(environ: Mapping[str, str]) -> Path:
     """The hook's state folder: ``OTEL_TOOLCHAIN_HOOK_STATE_DIR``, else beside the embedded default's files."""
     configured = environ.get(STATE_DIR_ENV)
-    return Path(configured) if configured else default_output_dir(environ) / "claude-code-sessions"
+    return Path(configured) if configured else default_output_dir(environ) / "hook-sessions"
 
 
 def _installation_digest(environ: Mapping[str, str]) -> str:

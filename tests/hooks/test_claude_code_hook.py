@@ -20,13 +20,21 @@ import pytest
 from hook_exports import tool_stats_reports
 
 from otel_toolchain.chain import Toolchain
+from otel_toolchain.hooks import session as hook_session
 from otel_toolchain.hooks import settings
-from otel_toolchain.hooks.claude_code import handle_event, trace_id_of
+from otel_toolchain.hooks.claude_code import READER
+from otel_toolchain.hooks.session import HookAnswer, Reporting, trace_id_of
 from otel_toolchain.hooks.state import MAX_CALLS, STALE_S, SessionState, locked_session, remove_stale
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.testing import Capture
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hooks" / "claude-code"
+
+
+def handle_event(event: dict[str, Any], manifest: Manifest, root: Path, *,
+                 reporting: Reporting | None = None) -> HookAnswer:
+    """A Claude Code event through its session's chain, as the hook command runs it."""
+    return hook_session.handle_event(event, READER, manifest, root, reporting=reporting)
 
 
 def payload(name: str, **changes: Any) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def test_claude_code_with_the_installed_hook(tmp_path: Path, claude: None, scena
             assert [(r["calls"], r["tools"]["Bash"]["calls"], r["retries"]) for r in reports] == [(5, 5, 0)]
         assert run.returncode == 0
         # SessionEnd removed the session's state
-        assert not any(p.suffix == ".json" for p in (out / "claude-code-sessions").iterdir())
+        assert not any(p.suffix == ".json" for p in (out / "hook-sessions").iterdir())
     finally:
         servers = _end_servers(short)
         shutil.rmtree(short, ignore_errors=True)
@@ -82,7 +82,7 @@ def _guarded_run(tmp_path: Path, state: Path, scenario: str, warm: bool) -> tupl
 def _end_servers(state: Path) -> list[int]:
     """End every warm hook server under ``state`` (SIGTERM, then waits); their pids, alive until then."""
     pids = []
-    for pid_file in state.glob("otel-toolchain/claude-code-sessions/warm/*.pid"):
+    for pid_file in state.glob("otel-toolchain/hook-sessions/warm/*.pid"):
         pid = int(pid_file.read_text())
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
