@@ -8,7 +8,9 @@ What OpenCode 1.18.33 gives a plugin (measured with the real CLI offline, tests/
 - A tool that throws (a missing folder, a refused edit) never reaches ``tool.execute.after``; it
   comes as the ``event`` ``message.part.updated`` whose tool part has ``state.status = "error"``
   and the error text. Our own abort's parts (``Tool execution aborted``) are not calls of the turn.
-- ``session.idle`` (the model ended its turn) closes the turn; ``session.deleted`` ends the session.
+- ``session.idle`` (the model ended its turn) closes the turn; ``session.deleted`` ends the session,
+  and so does the process's exit, which the bridge reports as ``{"hook": "exit", "sessionID": …}``
+  for each session it saw (``opencode run`` says nothing else when it is done).
 
 No call carries its duration through ``tool.execute.after``: such calls are read with no duration.
 The bridge sends ``{"hook": "tool.execute.after", "input": …, "output": …}`` or ``{"hook":
@@ -99,6 +101,8 @@ def read_event(payload: Mapping[str, Any], now_ns: int) -> HookEvent | None:
         return _after(payload, now_ns)
     if hook == "event":
         return _event(payload, now_ns)
+    if hook == "exit":  # the bridge's own: OpenCode exited, and with it every session it ran
+        return HookEvent(session_of(payload.get("sessionID"), _AGENT, "sessionID"), SESSION_END, "exit")
     raise BadRequest(f"opencode hook payload: unknown hook {hook!r}")
 
 

@@ -1,7 +1,10 @@
-"""What the hook exported to the embedded default's files, decoded with the real protobufs."""
+"""What a guarded run left behind: the hook's exports (decoded with the real protobufs) and its warm servers."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,3 +23,17 @@ def tool_stats_reports(logs: Path) -> list[Any]:
             for scope in resource.scope_logs:
                 bodies += [any_value(r.body) for r in scope.log_records if r.event_name == "otel_toolchain.tool_stats"]
     return bodies
+
+
+def end_servers(state: Path) -> list[int]:
+    """End every warm hook server under ``state`` (SIGTERM, then waits); their pids, alive until then."""
+    pids = []
+    for pid_file in state.glob("otel-toolchain/hook-sessions/warm/*.pid"):
+        pid = int(pid_file.read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not pid_file.exists(), f"warm server {pid} did not end on SIGTERM"
+        pids.append(pid)
+    return pids

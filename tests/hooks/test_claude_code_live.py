@@ -10,13 +10,10 @@ server it started.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +23,7 @@ sys.path[:0] = [str(REPO / "tests" / "clis")]
 
 import fake_models  # noqa: E402
 import harness  # noqa: E402
-from hook_exports import tool_stats_reports  # noqa: E402
+from hook_exports import end_servers, tool_stats_reports  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +57,7 @@ def test_claude_code_with_the_installed_hook(tmp_path: Path, claude: None, scena
         # SessionEnd removed the session's state
         assert not any(p.suffix == ".json" for p in (out / "hook-sessions").iterdir())
     finally:
-        servers = _end_servers(short)
+        servers = end_servers(short)
         shutil.rmtree(short, ignore_errors=True)
     assert len(servers) == (1 if warm else 0)  # started by the first call, alive until the test ended it
 
@@ -77,17 +74,3 @@ def _guarded_run(tmp_path: Path, state: Path, scenario: str, warm: bool) -> tupl
         run = harness.run_group(launch, timeout=240)
         seen = max((r.tool_results for r in server.main_requests()), default=0)
     return run, seen
-
-
-def _end_servers(state: Path) -> list[int]:
-    """End every warm hook server under ``state`` (SIGTERM, then waits); their pids, alive until then."""
-    pids = []
-    for pid_file in state.glob("otel-toolchain/hook-sessions/warm/*.pid"):
-        pid = int(pid_file.read_text())
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not pid_file.exists(), f"warm server {pid} did not end on SIGTERM"
-        pids.append(pid)
-    return pids

@@ -56,7 +56,7 @@ export default function (pi: any) {
     ask({ event, session_id: ctx.sessionManager.getSessionId(), cwd: ctx.cwd });
   const stop = (reason: string, ctx: any) => {
     stopped = reason;
-    warn(reason);
+    process.stderr.write(`${reason}\n`); // the reason names otel-toolchain itself
     ctx.abort(); // returns at once; the run ends before the next model request
   };
 

@@ -1,0 +1,73 @@
+"""The real OpenCode and Pi CLIs guarded by the bridge files ``hooks install opencode|pi`` writes.
+
+Faked: only the model API (tests/clis/fake_models.py on 127.0.0.1), so each run is offline and the
+wedge is the same call every time. The bridge is installed with the real command into the run's
+project folder and loaded by the CLI itself (OpenCode: ``.opencode/plugin/``, Pi:
+``.pi/extensions/``); it hands each call to the real ``otel-toolchain hook`` through the warm hook
+server it starts, which the test ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "tests" / "clis")]
+
+import fake_models  # noqa: E402
+import harness  # noqa: E402
+from hook_exports import end_servers, tool_stats_reports  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+_NAMES = {"opencode": "OpenCode", "pi": "Pi"}
+_STOP = "otel-toolchain: stopped by repeat_guard at call 25: the same call (bash) repeated 25 times in a row"
+
+
+@pytest.fixture(scope="module")
+def clis() -> None:
+    missing = harness.missing_binaries(harness.cli_dir())
+    assert not missing, f"run .ci/install-clis first: {missing}"
+
+
+@pytest.mark.parametrize("scenario", ["wedge", "healthy"])
+@pytest.mark.parametrize("cli", ["opencode", "pi"])
+def test_the_cli_with_the_installed_bridge(tmp_path: Path, clis: None, cli: str, scenario: str) -> None:
+    short = Path(tempfile.mkdtemp(prefix="othbr-", dir="/tmp"))  # room for the warm server's socket name
+    try:
+        run, seen, bridge = _guarded_run(tmp_path, short, cli, scenario)
+        out = short / "otel-toolchain"
+        reports = tool_stats_reports(out / "logs.jsonl")  # exported when the turn closed
+        assert run.returncode == 0 and run.stopped_by is None, run.stderr[-2000:]
+        if scenario == "wedge":
+            assert seen == 24  # the 25th call's result never reached the model: the run ended on it
+            assert run.stderr.count(_STOP) == 1, run.stderr[-2000:]
+            assert "tool_plugin.repeat_guard" in (out / "traces.jsonl").read_text()
+            assert [(r["calls"], r["tools"]["bash"]["calls"]) for r in reports] == [(25, 25)]
+        else:
+            assert seen == 5 and "stopped by" not in run.stderr
+            assert [(r["calls"], r["tools"]["bash"]["calls"], r["retries"]) for r in reports] == [(5, 5, 0)]
+        assert not list((out / "hook-sessions").glob("*.json"))  # the session ended with the process: state removed
+        assert bridge.read_text().startswith(f"// otel-toolchain bridge for {_NAMES[cli]}:")
+    finally:
+        servers = end_servers(short)
+        shutil.rmtree(short, ignore_errors=True)
+    assert len(servers) == 1  # started by the first call, alive until the test ended it
+
+
+def _guarded_run(tmp_path: Path, state: Path, cli: str, scenario: str) -> tuple[harness.GroupRun, int, Path]:
+    with fake_models.fake_model_server(scenario, delay=0.1, healthy_calls=5) as server:
+        launch = harness.launch(cli, harness.cli_dir(), server, tmp_path, scenario)
+        launch.env["XDG_STATE_HOME"] = str(state)  # where the hook keeps sessions and writes the embedded default
+        done = subprocess.run([sys.executable, "-m", "otel_toolchain", "hooks", "install", cli], cwd=launch.cwd,
+                              check=True, capture_output=True, text=True, timeout=60, env=launch.env)
+        bridge = Path(done.stdout.split(" bridge ", 1)[1].split(": ", 1)[0])
+        run = harness.run_group(launch, timeout=240)
+        seen = max((r.tool_results for r in server.main_requests()), default=0)
+    return run, seen, bridge
