@@ -71,3 +71,17 @@ def _guarded_run(tmp_path: Path, state: Path, cli: str, scenario: str) -> tuple[
         run = harness.run_group(launch, timeout=240)
         seen = max((r.tool_results for r in server.main_requests()), default=0)
     return run, seen, bridge
+
+
+@pytest.mark.parametrize("cli", ["opencode", "pi"])
+def test_a_bridge_whose_command_cannot_start_says_so_and_fails_nothing(tmp_path: Path, clis: None, cli: str) -> None:
+    from otel_toolchain.hooks import bridges  # noqa: PLC0415
+
+    with fake_models.fake_model_server("healthy", delay=0.1, healthy_calls=3) as server:
+        launch = harness.launch(cli, harness.cli_dir(), server, tmp_path, "healthy")
+        path = bridges.bridge_path(cli, "project", launch.cwd, tmp_path / "home", launch.env)
+        bridges.install(cli, path, [str(tmp_path / "no-such-otel-toolchain"), "hook", cli])
+        run = harness.run_group(launch, timeout=240)
+        seen = max((r.tool_results for r in server.main_requests()), default=0)
+    assert (run.returncode, run.stopped_by, seen) == (0, None, 3)  # the agent went on as if unguarded
+    assert f"otel-toolchain: cannot start {tmp_path / 'no-such-otel-toolchain'}" in run.stderr
