@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_toolchain.plugins._shell import Invocation, Script, _Lexer, parse
+from otel_toolchain.plugins._shell import _NOT_BLANKS, _OP, _WORD, Invocation, Script, _Lexer, parse, plain_commands
 
 # (command, the programs it runs, in the order they start)
 PROGRAMS = [
@@ -254,3 +256,41 @@ def test_the_fast_split_gives_the_full_lexers_tokens(text: str) -> None:
 def test_the_fast_split_agrees_on_command_shaped_text(words: list[str]) -> None:
     text = " ".join(words)
     assert _Lexer(text).run() == _Lexer(text).run_full()
+
+
+# plain_commands splits with str.split(), which is exact only where the text holds no white space
+# but the shell's blanks: _NOT_BLANKS must be all the rest of what str.split() splits at.
+def test_not_blanks_is_the_white_space_str_split_splits_at_and_a_shell_does_not() -> None:
+    splits_at = {chr(code) for code in range(sys.maxunicode + 1) if len(f"a{chr(code)}b".split()) == 2}
+    assert splits_at - set(" \t\r\n") == set(_NOT_BLANKS)
+
+
+def _lexed_commands(text: str) -> list[list[str]]:
+    """The full lexer's words of ``text``, grouped between its operators (empty groups dropped)."""
+    commands: list[list[str]] = [[]]
+    for token, kind in _Lexer(text).run_full():
+        assert kind in (_WORD, _OP), text
+        if kind == _OP:
+            commands.append([])
+        else:
+            commands[-1].append(token)
+    return [words for words in commands if words]
+
+
+# Words, operators and blanks, with the white space a shell keeps in a word, other non-ASCII text and
+# what sends text to the full reader: plain_commands must give the lexer's words wherever it answers.
+_PLAIN_PIECES = st.sampled_from([*"ab1-./=*{}!~ \t\r&|;", *"\n()<>\\'\"$`#", *_NOT_BLANKS, "é", "\x00", "\x7f",
+                                 "if ", "A=1 ", "make ", "&& "])
+
+
+@given(st.lists(_PLAIN_PIECES, max_size=30).map("".join))
+def test_plain_commands_gives_the_full_lexers_words(text: str) -> None:
+    commands = plain_commands(text)
+    if commands is not None:
+        assert commands == _lexed_commands(text), repr(text)
+
+
+def test_plain_commands_leaves_white_space_a_shell_keeps_in_a_word_to_the_full_reader() -> None:
+    assert plain_commands("ls a\xa0b && cd x") is None
+    assert parse("ls a\xa0b").invocations == (Invocation("ls", ("a\xa0b",)),)
+    assert plain_commands("ls a\tb\r && cd x") == [["ls", "a", "b"], ["cd", "x"]]
