@@ -28,7 +28,7 @@ from otel_toolchain.cli.agent_commands import HOOK_CODES, HOOK_DESCRIPTION, hook
 from otel_toolchain.cli.hook_client import NO_SERVER_FLAG, state_root
 from otel_toolchain.cli.options import common_options
 from otel_toolchain.cli.output import setup_logging
-from otel_toolchain.errors import ToolchainError
+from otel_toolchain.errors import ManifestError, ToolchainError
 from otel_toolchain.hooks import bridges, claude_code, opencode, pi, settings
 from otel_toolchain.hooks.session import HookReader, answer_json, handle_event
 from otel_toolchain.hooks.state import remove_stale
@@ -131,8 +131,13 @@ def hook_command(manifest: str | None, *, no_server: bool = False) -> str:
 def _hooks(args: argparse.Namespace, _ctx: object = None) -> int:
     if args.action == "install" and args.manifest:
         Manifest.load(args.manifest)  # a bad manifest fails here, not on every call of the session
-    if args.agent in bridges.BRIDGED:
-        return _bridge(args)
+    try:
+        return _bridge(args) if args.agent in bridges.BRIDGED else _settings(args)
+    except OSError as exc:  # a folder where the file goes, a file where a folder goes, no permission
+        raise ManifestError(f"{exc.filename or 'the hook'}: {exc.strerror or exc}; nothing was changed") from None
+
+
+def _settings(args: argparse.Namespace) -> int:
     path = settings.settings_path(args.scope, Path.cwd(), Path.home(), os.environ.get("CLAUDE_CONFIG_DIR"))
     if args.action == "install":
         command = hook_command(args.manifest, no_server=args.no_server)

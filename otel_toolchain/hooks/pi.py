@@ -8,7 +8,8 @@ What Pi 0.73.1 gives an extension (measured with the real CLI offline, tests/hoo
 - Calls Pi refuses before running them (an unknown tool, arguments that fail validation) skip
   ``tool_result``; the bridge sends their ``tool_execution_end`` (with the input it saw in
   ``tool_call``), read as failed calls: a model repeating a malformed call is a wedge too.
-- ``agent_end`` (the run of one prompt ended) closes the turn; ``session_shutdown`` ends the session.
+- ``agent_end`` (the run of one prompt ended) closes the turn; ``session_shutdown`` ends the session
+  (but for ``reason: "reload"``, where the session goes on: that only closes the turn).
 
 No event carries a call's duration: calls are read with none. The bridge sends ``{"event": …,
 "session_id": …, "cwd": …}``. Pure.
@@ -66,6 +67,8 @@ def read_event(payload: Mapping[str, Any], now_ns: int) -> HookEvent | None:
     if kind in _CALLS:
         return HookEvent(session, CALL, kind, _call(event, payload.get("cwd"), now_ns))
     end = _ENDS.get(kind)
+    if end == SESSION_END and event.get("reason") == "reload":
+        end = TURN_END  # the extensions reload; the session goes on
     return HookEvent(session, end, kind) if end is not None else None
 
 

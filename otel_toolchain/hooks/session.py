@@ -13,6 +13,7 @@ file; may block on its lock.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -116,12 +117,21 @@ def handle_event(payload: Mapping[str, Any], reader: HookReader, manifest: Manif
     with locked_session(state_root, event.session) as (state, _path):
         if event.kind != CALL or event.call is None:
             _close(state, manifest, event.session, reader.agent, reporting)
-            state.ended = event.kind == SESSION_END
+            # An end that arrives after the session's end (agents do not wait for each other's events)
+            # finds a fresh state: nothing to keep, so nothing is written back.
+            state.ended = event.kind == SESSION_END or state.turns == 0
             return HookAnswer(None, session=event.session, closed=True)
         if state.stopped is not None:
             answer = str(state.stopped.get("answer", "otel-toolchain: stopped"))
             return HookAnswer(_stop_answer(answer), session=event.session)
+        if _seen(state, event.call.call_id):
+            return HookAnswer(None, session=event.session)  # the same call handed over twice: counted once
         return _call(state, manifest, event, reader.agent)
+
+
+def _seen(state: SessionState, call_id: str | None) -> bool:
+    """A call of the open turn with this id was counted already (two bridges installed, an event sent again)."""
+    return call_id is not None and any(len(row) > 5 and row[5] == call_id for row in state.calls)
 
 
 def _row(call: ToolCall) -> list[Any]:
@@ -145,7 +155,9 @@ def _replayed(state: SessionState, manifest: Manifest, session: str, agent: str,
     chain = manifest.toolchain()
     if reporting is not None:
         reporting(chain)
-    turn = chain.open_turn(trace_id_of(session), state.turns + 1, agent=agent)
+    if not state.span_id:
+        state.span_id = secrets.randbits(64) or 1
+    turn = chain.open_turn(trace_id_of(session), state.span_id, agent=agent)
     for row in state.calls:
         call = _from_row(row)
         if call is not None:
@@ -176,11 +188,13 @@ def _reason(stop: StopSignal) -> str:
 
 
 def _close(state: SessionState, manifest: Manifest, session: str, agent: str, reporting: Reporting | None) -> None:
-    if state.calls:
-        chain, turn = _replayed(state, manifest, session, agent, reporting)
-        chain.close_turn(turn)
+    if not state.calls:
+        return  # a turn without calls is no turn: nothing to close, nothing counted
+    chain, turn = _replayed(state, manifest, session, agent, reporting)
+    chain.close_turn(turn)
     state.calls = []
     state.stopped = None
+    state.span_id = 0
     state.turns += 1
 
 

@@ -40,11 +40,15 @@ class SessionState:
     calls: list[list[Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
     turns: int = 0
+    span_id: int = 0
+    """The open turn's span id (random, drawn at its first call: a resumed session's turns never share one)."""
     ended: bool = False
-    """Set when the session ended: its files are removed instead of written back."""
+    """Set when the session ended, or when there is nothing worth keeping: its files are removed instead of
+    written back."""
 
     def to_json(self) -> str:
-        return json.dumps({"calls": self.calls[-MAX_CALLS:], "stopped": self.stopped, "turns": self.turns})
+        return json.dumps({"calls": self.calls[-MAX_CALLS:], "stopped": self.stopped, "turns": self.turns,
+                           "span_id": self.span_id})
 
     @classmethod
     def from_json(cls, text: str) -> SessionState:
@@ -58,8 +62,10 @@ class SessionState:
         calls = data.get("calls")
         stopped = data.get("stopped")
         turns = data.get("turns")
+        span_id = data.get("span_id")
         return cls([c for c in calls if isinstance(c, list)] if isinstance(calls, list) else [],
-                   stopped if isinstance(stopped, dict) else None, turns if isinstance(turns, int) else 0)
+                   stopped if isinstance(stopped, dict) else None, turns if isinstance(turns, int) else 0,
+                   span_id if isinstance(span_id, int) and 0 < span_id < 1 << 64 else 0)
 
 
 def _name(session_id: str) -> str:
@@ -81,6 +87,7 @@ def locked_session(root: Path, session_id: str) -> Iterator[tuple[SessionState, 
     lock_fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        os.utime(lock_fd)  # a live session's lock is never stale, however old the session
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -7,6 +7,8 @@ that exits 1, a shell call whose working folder does not exist, ``cat wedge.txt`
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,11 @@ def test_a_call_pi_refused_before_running_it_is_a_failed_call() -> None:
     call = ToolCall("bash", {"cmd": "ls"}, "Validation failed: command is required", True, "tool_error", "c1", None,
                     NOW, NOW)
     assert pi.read_event({"event": event, "session_id": "s"}, NOW) == HookEvent("s", "call", "tool_execution_end", call)
+
+
+def test_a_reload_of_pis_extensions_closes_the_turn_and_keeps_the_session() -> None:
+    shutdown = {"event": {"type": "session_shutdown", "reason": "reload"}, "session_id": "s"}
+    assert pi.read_event(shutdown, NOW) == HookEvent("s", "turn_end", "session_shutdown")
 
 
 def test_events_the_chain_does_not_act_on_are_none() -> None:
@@ -148,3 +155,13 @@ def test_the_user_scope_follows_each_clis_own_variables(tmp_path: Path) -> None:
     assert bridges.bridge_path("pi", "user", tmp_path, home, {}) == home / ".pi/agent/extensions/otel-toolchain.ts"
     assert bridges.bridge_path("pi", "user", tmp_path, home, {"PI_CODING_AGENT_DIR": "/a"}) == Path(
         "/a/extensions/otel-toolchain.ts")
+
+
+def test_install_where_the_folder_is_a_file_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".pi").mkdir()
+    (tmp_path / ".pi" / "extensions").write_text("not a folder")
+    done = subprocess.run([sys.executable, "-m", "otel_toolchain", "hooks", "install", "pi"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"otel-toolchain: {tmp_path / '.pi' / 'extensions'}: File exists; nothing was changed\n"
+    assert (tmp_path / ".pi" / "extensions").read_text() == "not a folder"

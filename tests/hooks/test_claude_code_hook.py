@@ -123,6 +123,8 @@ def test_a_closed_turn_reports_once_and_only_through_the_wiring(tmp_path: Path) 
         event = base | {"tool_use_id": f"t{n}", "tool_response": base["tool_response"] | {"stdout": str(n)}}
         assert handle_event(event, manifest, tmp_path, reporting=reporting).output is None
     assert wired == []  # a call closes no turn: nothing is wired, nothing counted
+    with locked_session(tmp_path, base["session_id"]) as (state, _path):
+        span_id = state.span_id
     assert handle_event(payload("Stop.healthy.json"), manifest, tmp_path, reporting=reporting).output is None
     assert handle_event(payload("SessionEnd.healthy.json"), manifest, tmp_path, reporting=reporting).output is None
     assert len(wired) == 1  # the SessionEnd after the Stop closed a turn without calls: no second report
@@ -130,7 +132,7 @@ def test_a_closed_turn_reports_once_and_only_through_the_wiring(tmp_path: Path) 
         "event_name": "otel_toolchain.tool_stats",
         "body": {"calls": 3, "retries": 0, "longest_fail_streak": 0,
                  "tools": {"Bash": {"calls": 3, "failed": 0, "ms": 117}}, "classes": {"read": 3}},
-        "trace_id": trace_id_of(base["session_id"]), "span_id": 1,  # the session's first turn
+        "trace_id": trace_id_of(base["session_id"]), "span_id": span_id,  # the turn's own, drawn at its first call
         "attributes": {"otel_toolchain.plugin": "tool_stats"},
     }]
     assert capture.metrics()["otel_toolchain.tool.calls"] == [{
