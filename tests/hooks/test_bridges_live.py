@@ -61,16 +61,33 @@ def test_the_cli_with_the_installed_bridge(tmp_path: Path, clis: None, cli: str,
     assert len(servers) == 1  # started by the first call, alive until the test ended it
 
 
-def _guarded_run(tmp_path: Path, state: Path, cli: str, scenario: str) -> tuple[harness.GroupRun, int, Path]:
+def _guarded_run(tmp_path: Path, state: Path, cli: str, scenario: str,
+                 scopes: tuple[str, ...] = ("project",)) -> tuple[harness.GroupRun, int, Path]:
     with fake_models.fake_model_server(scenario, delay=0.1, healthy_calls=5) as server:
         launch = harness.launch(cli, harness.cli_dir(), server, tmp_path, scenario)
         launch.env["XDG_STATE_HOME"] = str(state)  # where the hook keeps sessions and writes the embedded default
-        done = subprocess.run([sys.executable, "-m", "otel_toolchain", "hooks", "install", cli], cwd=launch.cwd,
-                              check=True, capture_output=True, text=True, timeout=60, env=launch.env)
+        for scope in scopes:
+            done = subprocess.run([sys.executable, "-m", "otel_toolchain", "hooks", "install", cli, "--scope", scope],
+                                  cwd=launch.cwd, check=True, capture_output=True, text=True, timeout=60,
+                                  env=launch.env)
         bridge = Path(done.stdout.split(" bridge ", 1)[1].split(": ", 1)[0])
         run = harness.run_group(launch, timeout=240)
         seen = max((r.tool_results for r in server.main_requests()), default=0)
     return run, seen, bridge
+
+
+@pytest.mark.parametrize("cli", ["opencode", "pi"])
+def test_the_bridge_installed_in_both_scopes_acts_once(tmp_path: Path, clis: None, cli: str) -> None:
+    short = Path(tempfile.mkdtemp(prefix="othbr-", dir="/tmp"))
+    try:
+        run, seen, user_bridge = _guarded_run(tmp_path, short, cli, "wedge", scopes=("project", "user"))
+        reports = tool_stats_reports(short / "otel-toolchain" / "logs.jsonl")
+        assert str(user_bridge).startswith(str(tmp_path / "config" if cli == "opencode" else tmp_path / "agent"))
+        assert (run.returncode, seen, run.stderr.count(_STOP)) == (0, 24, 1), run.stderr[-2000:]
+        assert [r["calls"] for r in reports] == [25]  # each call handed over once: the stop came at the 25th
+    finally:
+        end_servers(short)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.mark.parametrize("cli", ["opencode", "pi"])

@@ -89,6 +89,9 @@ function askNow(payload) {
 }
 
 export const OtelToolchain = async ({ client }) => {
+  // Installed in both the project's and the user's folder, only the first copy loaded acts.
+  if (globalThis.__otelToolchainBridge) return {}
+  globalThis.__otelToolchainBridge = true
   const sessions = new Set() // the sessions this process saw: ended when it exits (OpenCode says so nowhere else)
   process.on("exit", () => sessions.forEach((sessionID) => askNow({ hook: "exit", sessionID })))
   const stop = (sessionID, reason) => {

@@ -70,6 +70,9 @@ function ask(payload: unknown): Promise<any> {
 }
 
 export default function (pi: any) {
+  // Installed in both the project's and the user's folder, only the first copy loaded acts.
+  if ((globalThis as any).__otelToolchainBridge) return;
+  (globalThis as any).__otelToolchainBridge = true;
   const inputs = new Map<string, unknown>(); // each call's input, for the calls Pi refuses before tool_result
   const sent = new Set<string>(); // calls whose tool_result was handed over
   const pending = new Set<Promise<any>>(); // what was handed over and not yet answered
