@@ -106,7 +106,7 @@ def run_analyze(args: argparse.Namespace, ctx: Any = None) -> int:
         return bar.advance if bar is not None else None
 
     try:
-        codex_home = CodexHome.from_environ(ctx.environ if ctx is not None else os.environ, Path.home())
+        codex_home = CodexHome.from_environ(ctx.environ if ctx is not None else os.environ)
         analysis = analyze(args.paths, harness=args.harness, manifest=manifest, labels=labels, progress=progress,
                            codex_home=codex_home)
     finally:

@@ -69,7 +69,7 @@ LIVE_ROLLOUT_WAIT_S = 0.2
 
 def codex_home(ctx: Context, *, wait_s: float = 0.0) -> CodexHome:
     """Where Codex's rollouts are (``$CODEX_HOME``, else ``~/.codex``), to read where a stream's commands ran."""
-    return CodexHome.from_environ(ctx.environ, Path(ctx.environ.get("HOME") or Path.home()), wait_s=wait_s)
+    return CodexHome.from_environ(ctx.environ, wait_s=wait_s)
 
 
 def load_manifest(path: str | None) -> Manifest:

@@ -64,9 +64,12 @@ class CodexHome:
     wait_s: float = 0.0
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str], home: Path, *, wait_s: float = 0.0) -> CodexHome:
+    def from_environ(cls, environ: Mapping[str, str], home: Path | None = None, *, wait_s: float = 0.0) -> CodexHome:
         """``$CODEX_HOME`` (or ``~/.codex``): its ``sessions`` and ``archived_sessions`` folders, there yet or
-        not (a first ``codex`` run under ``run`` creates them)."""
+        not (a first ``codex`` run under ``run`` creates them). ``home``: the user's folder, by default
+        ``environ``'s ``HOME``, else the process's."""
+        if home is None:
+            home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
         return cls(tuple(codex_folders(environ, home, existing=False)), wait_s)
 
     def workdirs(self) -> RolloutWorkdirs:

@@ -211,3 +211,10 @@ def test_analyze_reads_the_stream_with_its_rollout_as_replay_does(tmp_path: Path
     alone = analyze(stream, codex_home=CodexHome((tmp_path / "elsewhere",)))
     assert with_rollout.aggregate.figures["repeats"].at_least(2) == 0
     assert alone.aggregate.figures["repeats"].at_least(6) == 1
+
+
+def test_codex_home_is_codex_home_else_the_environments_home(tmp_path: Path) -> None:
+    assert CodexHome.from_environ({"HOME": str(tmp_path)}).folders == (
+        tmp_path / ".codex" / "sessions", tmp_path / ".codex" / "archived_sessions")
+    assert CodexHome.from_environ({"HOME": "/elsewhere", "CODEX_HOME": str(tmp_path)}).folders == (
+        tmp_path / "sessions", tmp_path / "archived_sessions")
