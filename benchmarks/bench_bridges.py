@@ -20,11 +20,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(Path(__file__).resolve().parent)]
+
+from bench_receiver import wait_for_server  # noqa: E402
 
 from otel_toolchain.hooks import bridges  # noqa: E402
 
@@ -60,16 +61,6 @@ def _per_call(plugin: Path, payload: str, calls: int, env: dict[str, str], drive
     return times
 
 
-def _wait_for_server(state: Path) -> int:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        pids = [p for p in (state / "warm").glob("*.pid") if p.with_suffix(".sock").exists()]
-        if pids:
-            return int(pids[0].read_text())
-        time.sleep(0.05)
-    raise SystemExit(f"no warm hook server came up in {state}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20)
@@ -86,7 +77,7 @@ def main() -> None:
         baseline = _bridge(folder, "baseline", [sys.executable, "-c", "pass"])
         warm, cold = _bridge(folder, "warm", hook), _bridge(folder, "cold", [*hook, "--no-server"])
         _per_call(warm, payload, 1, env, driver)  # starts the warm server
-        server = _wait_for_server(state)
+        server = wait_for_server(state)
         try:
             figures = {name: statistics.median(_per_call(plugin, payload, args.calls, env, driver))
                        for name, plugin in (("baseline", baseline), ("warm", warm), ("cold", cold))}

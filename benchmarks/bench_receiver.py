@@ -115,6 +115,11 @@ def _hook_process(state: Path, payload: str, *extra: str) -> float:
 def _warm_server(state: Path, payload: str) -> int:
     """Start the warm hook server (the first call does) and wait until it listens; its pid."""
     _hook_process(state, payload)
+    return wait_for_server(state)
+
+
+def wait_for_server(state: Path) -> int:
+    """The pid of the warm hook server listening in the hook state folder ``state``, once it listens."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the hook's digest of sys.path is the hook's own, not this script's
         pids = [p for p in (state / "warm").glob("*.pid") if p.with_suffix(".sock").exists()]

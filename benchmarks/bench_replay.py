@@ -6,7 +6,10 @@ and healthy runs) and the example streams (``--shared`` adds the public Claude C
 same spans through the same recorder and a BatchSpanProcessor with an exporter that drops; only
 the chain differs. Rounds alternate and the ratio is the median of per-round ratios. Also: stop
 latency of ``otel-toolchain run``, from the arrival of the line that completes a cycle to the
-harness's process group being gone. Run: ``python benchmarks/bench_replay.py``.
+harness's process group being gone. ``--instructions`` counts the same replay's CPU instructions with
+callgrind instead (steadier than wall time on a shared machine): each side replays the corpus once
+and three times in a process of its own, and the difference, halved, is one warm replay. Run:
+``python benchmarks/bench_replay.py [--instructions]``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from callgrind import count_instructions
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -99,12 +105,41 @@ def stop_latency(runs: int) -> dict[str, float]:
             "max_ms": round(latencies[-1] * 1000, 1)}
 
 
+def instructions(shared: bool = False) -> dict[str, float]:
+    """Instructions per warm replay of the corpus, each side counted by callgrind in a process of its own."""
+    extra = ["--shared"] if shared else []
+    per_replay = {}
+    for side in ("none", "default"):
+        once, thrice = (count_instructions(__file__, ["--side", side, "--replays", str(n), *extra], f"{side} x{n}")
+                        for n in (1, 3))
+        per_replay[side] = (thrice - once) / 2
+    return {"no_chain_instructions": round(per_replay["none"]),
+            "default_chain_instructions": round(per_replay["default"]),
+            "ratio": round(per_replay["default"] / per_replay["none"], 3)}
+
+
+def _side(side: str, replays: int, shared: bool) -> None:
+    files = corpus(shared)
+    recorder = make_recorder(side == "default")
+    for _ in range(replays):
+        replay_all(recorder, files)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--stop-runs", type=int, default=10)
     parser.add_argument("--shared", action="store_true", help="add the public runs in ../shared/streams/real")
+    parser.add_argument("--instructions", action="store_true", help="count instructions with callgrind instead")
+    parser.add_argument("--side", choices=("none", "default"), help="replay one side here (used under callgrind)")
+    parser.add_argument("--replays", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.side:
+        _side(args.side, args.replays, args.shared)
+        return
+    if args.instructions:
+        print(json.dumps({"replay_instructions": instructions(args.shared)}))
+        return
     print(json.dumps({"replay": throughput(args.rounds, args.shared)}))
     if args.stop_runs > 0:  # --stop-runs 0: throughput only
         print(json.dumps({"stop_latency": stop_latency(args.stop_runs)}))

@@ -6,9 +6,10 @@ Pi's as our bridge files hand them over); it exits 0 whatever the chain says. Ba
 on standard error with exit 1, which the agent records and otherwise ignores (a hook must never
 end a session by crashing). A stop is also exported as a span (``otel_toolchain.turn.stopped``) in
 the trace whose id is the session's, as the run's ``[export]`` / ``OTEL_*`` settings say, and so
-is what the plugins report when a turn closes (``Stop`` or ``SessionEnd``): tool_stats' counts and
-its end-of-turn event, once per turn. A session killed before either event reports nothing (its
-state is removed as stale later).
+is what the plugins report when a turn closes (Claude Code's ``Stop`` or ``SessionEnd``, OpenCode's
+``session.idle`` or exit, Pi's ``agent_end`` or ``session_shutdown``): tool_stats' counts and its
+end-of-turn event, once per turn. A session killed before its end reports nothing (its state is
+removed as stale later).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_toolchain import semconv
 from otel_toolchain._input.lines import decode_line
@@ -34,6 +35,9 @@ from otel_toolchain.hooks.session import HookReader, answer_json, handle_event
 from otel_toolchain.hooks.state import remove_stale
 from otel_toolchain.manifest import Manifest
 from otel_toolchain.signals import StopSignal
+
+if TYPE_CHECKING:
+    from otel_toolchain.export.pipeline import Pipeline
 
 __all__ = ["hook_command", "hook_main"]
 
@@ -69,13 +73,13 @@ class _Reports:
 
     def __init__(self, manifest: Manifest) -> None:
         self._manifest = manifest
-        self._pipeline: Any = None
+        self._pipeline: Pipeline | None = None
 
     def wire(self, chain: Toolchain) -> None:
         from otel_toolchain.export.pipeline import build_pipeline  # noqa: PLC0415 (only when a turn closes)
 
-        self._pipeline = build_pipeline(self._manifest.export)
-        chain.install(meter_provider=self._pipeline.meter_provider, logger_provider=self._pipeline.logger_provider)
+        pipeline = self._pipeline = build_pipeline(self._manifest.export)
+        chain.install(meter_provider=pipeline.meter_provider, logger_provider=pipeline.logger_provider)
 
     def flush(self) -> None:
         if self._pipeline is not None:

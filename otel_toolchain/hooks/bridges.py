@@ -2,7 +2,7 @@
 writing and removing them.
 
 OpenCode loads every ``plugin/*.js`` of its config folders, Pi every ``extensions/*.ts`` of its own
-(both measured with the real CLIs, tests/hooks/README.md), so installing is writing one file,
+(both measured with the real CLIs, tests/data/hooks/README.md), so installing is writing one file,
 ``otel-toolchain.js`` / ``otel-toolchain.ts``, from the template in ``bridges/`` with the hook's
 command line written in. A file is ours when its first line is the template's; uninstalling removes
 only such a file, and installing never overwrites another. Raises ManifestError for a file in the way.

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from otel_toolchain.calls import ToolCall
-from otel_toolchain.hooks.session import CALL, SESSION_END, TURN_END, HookEvent, HookReader, Kind, session_of
+from otel_toolchain.hooks.session import CALL, SESSION_END, TURN_END, HookEvent, HookReader, Kind, hook_call, session_of
 from otel_toolchain.identity import canonical_json
 
 __all__ = ["CALL_EVENTS", "READER", "call_of", "read_event"]
@@ -47,11 +47,8 @@ def call_of(payload: Mapping[str, Any], now_ns: int) -> ToolCall:
         code = _EXIT.match(result or "")
         error_type = f"exit_code_{code.group(1)}" if code else ("interrupted" if payload.get("is_interrupt")
                                                                else "tool_error")
-    call_id = payload.get("tool_use_id")
-    cwd = payload.get("cwd")
-    return ToolCall(str(payload.get("tool_name") or "unknown"), payload.get("tool_input"), result, failed, error_type,
-                    call_id if isinstance(call_id, str) else None, cwd if isinstance(cwd, str) else None, start,
-                    now_ns)
+    return hook_call(payload.get("tool_name"), payload.get("tool_input"), result, failed=failed, error_type=error_type,
+                     call_id=payload.get("tool_use_id"), cwd=payload.get("cwd"), start_ns=start, end_ns=now_ns)
 
 
 def read_event(payload: Mapping[str, Any], now_ns: int) -> HookEvent | None:

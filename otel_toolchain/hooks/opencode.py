@@ -1,6 +1,6 @@
 """OpenCode's plugin events, as the bridge plugin (``bridges/opencode.js``) hands them over, read for the chain.
 
-What OpenCode 1.18.33 gives a plugin (measured with the real CLI offline, tests/hooks/README.md):
+What OpenCode 1.18.33 gives a plugin (measured with the real CLI offline, tests/data/hooks/README.md):
 
 - ``tool.execute.after`` with ``input {tool, sessionID, callID, args}`` and ``output {title, output,
   metadata}``: every call whose tool returned. A shell command that exits non-zero still returns:
@@ -22,9 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from otel_toolchain.calls import ToolCall
 from otel_toolchain.errors import BadRequest
-from otel_toolchain.hooks.session import CALL, SESSION_END, TURN_END, HookEvent, HookReader, session_of
+from otel_toolchain.hooks.session import CALL, SESSION_END, TURN_END, HookEvent, HookReader, hook_call, session_of
 
 __all__ = ["READER", "read_event"]
 
@@ -48,10 +47,9 @@ def _after(payload: Mapping[str, Any], now_ns: int) -> HookEvent:
     metadata = output.get("metadata")
     exit_code = metadata.get("exit") if isinstance(metadata, Mapping) else None
     failed = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
-    call_id, cwd = given.get("callID"), payload.get("cwd")
-    call = ToolCall(str(given.get("tool") or "unknown"), given.get("args"), _text(output.get("output")), failed,
-                    f"exit_code_{exit_code}" if failed else None, call_id if isinstance(call_id, str) else None,
-                    cwd if isinstance(cwd, str) else None, now_ns, now_ns)
+    call = hook_call(given.get("tool"), given.get("args"), _text(output.get("output")), failed=failed,
+                     error_type=f"exit_code_{exit_code}" if failed else None, call_id=given.get("callID"),
+                     cwd=payload.get("cwd"), start_ns=now_ns, end_ns=now_ns)
     return HookEvent(session_of(given.get("sessionID"), _AGENT, "input.sessionID"), CALL, "tool.execute.after", call)
 
 
@@ -68,10 +66,8 @@ def _failed_part(part: Mapping[str, Any], cwd: Any, now_ns: int) -> HookEvent | 
     if not isinstance(state, Mapping) or state.get("status") != "error" or state.get("error") == _OUR_ABORT:
         return None
     start_ns, end_ns = _times_ns(state.get("time"), now_ns)
-    call_id = part.get("callID")
-    call = ToolCall(str(part.get("tool") or "unknown"), state.get("input"), _text(state.get("error")), True,
-                    "tool_error", call_id if isinstance(call_id, str) else None, cwd if isinstance(cwd, str) else None,
-                    start_ns, end_ns)
+    call = hook_call(part.get("tool"), state.get("input"), _text(state.get("error")), failed=True,
+                     error_type="tool_error", call_id=part.get("callID"), cwd=cwd, start_ns=start_ns, end_ns=end_ns)
     return HookEvent(session_of(part.get("sessionID"), _AGENT, "part.sessionID"), CALL, "tool.execute.after", call)
 
 

@@ -1,6 +1,6 @@
 """Pi's extension events, as the bridge extension (``bridges/pi.ts``) hands them over, read for the chain.
 
-What Pi 0.73.1 gives an extension (measured with the real CLI offline, tests/hooks/README.md):
+What Pi 0.73.1 gives an extension (measured with the real CLI offline, tests/data/hooks/README.md):
 
 - ``tool_result`` with ``toolName``, ``toolCallId``, ``input``, ``content`` (text parts) and
   ``isError``: every call that ran, failed ones included. A failed shell command says its exit code
@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from otel_toolchain.calls import ToolCall
 from otel_toolchain.errors import BadRequest
-from otel_toolchain.hooks.session import CALL, SESSION_END, TURN_END, HookEvent, HookReader, Kind, session_of
+from otel_toolchain.hooks.session import CALL, SESSION_END, TURN_END, HookEvent, HookReader, Kind, hook_call, session_of
 
 __all__ = ["READER", "read_event"]
 
@@ -51,10 +51,8 @@ def _call(event: Mapping[str, Any], cwd: Any, now_ns: int) -> ToolCall:
     if failed:
         code = _EXIT.search(result or "")
         error_type = f"exit_code_{code.group(1)}" if code else "tool_error"
-    call_id = event.get("toolCallId")
-    return ToolCall(str(event.get("toolName") or "unknown"), event.get("input"), result, failed, error_type,
-                    call_id if isinstance(call_id, str) else None, cwd if isinstance(cwd, str) else None, now_ns,
-                    now_ns)
+    return hook_call(event.get("toolName"), event.get("input"), result, failed=failed, error_type=error_type,
+                     call_id=event.get("toolCallId"), cwd=cwd, start_ns=now_ns, end_ns=now_ns)
 
 
 def read_event(payload: Mapping[str, Any], now_ns: int) -> HookEvent | None:

@@ -29,7 +29,7 @@ from otel_toolchain.signals import NudgeSignal, StopSignal
 from otel_toolchain.turn import Turn
 
 __all__ = ["HookAnswer", "HookEvent", "HookReader", "Kind", "Reporting", "answer_json", "handle_event",
-           "session_of", "trace_id_of"]
+           "hook_call", "session_of", "trace_id_of"]
 
 Kind = Literal["call", "turn_end", "session_end"]
 CALL: Final = "call"
@@ -74,6 +74,15 @@ class HookAnswer:
 
 Reporting = Callable[[Toolchain], object]
 """Wires the chain that closes a turn to telemetry (``chain.install(...)``) before its calls are replayed."""
+
+
+def hook_call(tool: Any, arguments: Any, result: str | None, *, failed: bool, error_type: str | None, call_id: Any,
+              cwd: Any, start_ns: int, end_ns: int) -> ToolCall:
+    """The ToolCall a hook payload's fields describe: a tool without a name is ``unknown``, and an id or a
+    folder that is not text is none (payloads are the agent's, and untrusted)."""
+    return ToolCall(str(tool or "unknown"), arguments, result, failed, error_type,
+                    call_id if isinstance(call_id, str) else None, cwd if isinstance(cwd, str) else None,
+                    start_ns, end_ns)
 
 
 def session_of(value: object, agent: str, field: str) -> str:
@@ -130,7 +139,7 @@ def handle_event(payload: Mapping[str, Any], reader: HookReader, manifest: Manif
 
 
 def _seen(state: SessionState, call_id: str | None) -> bool:
-    """A call of the open turn with this id was counted already (two bridges installed, an event sent again)."""
+    """A call of the open turn with this id was counted already (an agent, or a plugin of its, sent it again)."""
     return call_id is not None and any(len(row) > 5 and row[5] == call_id for row in state.calls)
 
 
